@@ -1,0 +1,138 @@
+"""Comparing a submission's outputs with the ground truth (runs in the worker; needs torch).
+
+Semantics follow torch.testing.assert_close: |got - expected| <= atol + rtol * |expected|,
+elementwise, with the ground truth in float64. Stricter than assert_close in one way: a NaN or
+inf never passes where the ground truth is finite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+MAX_LISTED = 5  # mismatching elements listed in a report
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    message: str = ""
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    mismatched: int | None = None
+    total: int | None = None
+    mismatches: list[dict] = field(default_factory=list)
+
+
+def check_tensor_type(got, label: str, device: torch.device, dtype: torch.dtype,
+                      shape: tuple[int, ...]) -> str | None:
+    """The structural checks: exact type, device, dtype, shape. Returns a message or None."""
+    if type(got) is not torch.Tensor:
+        if isinstance(got, torch.Tensor):
+            return f"{label} is a {type(got).__name__}, a torch.Tensor subclass; return a plain torch.Tensor"
+        return f"{label} is a {type(got).__name__}, expected a torch.Tensor"
+    if got.device != device:
+        return f"{label} is on {got.device}, expected {device} (the inputs' device)"
+    if got.dtype != dtype:
+        return f"{label} has dtype {_dtype_name(got.dtype)}, expected {_dtype_name(dtype)}"
+    if tuple(got.shape) != tuple(shape):
+        return f"{label} has shape {tuple(got.shape)}, expected {tuple(shape)}"
+    return None
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mode: str,
+                   atol: float = 0.0, rtol: float = 0.0, ulp: int = 0) -> Comparison:
+    """Compare values of a tensor that already passed check_tensor_type."""
+    got = got.detach()
+    expected = expected.detach().to(got.device)
+    total = got.numel()
+    if total == 0:
+        return Comparison(ok=True, total=0, mismatched=0)
+    if mode == "allclose":
+        g = got.double()
+        e = expected.double()
+        diff = (g - e).abs()
+        finite_e = torch.isfinite(e)
+        close = torch.where(finite_e, (diff <= atol + rtol * e.abs()) & torch.isfinite(g), g == e)
+    elif mode == "exact":
+        e_rounded = expected.to(got.dtype)
+        close = _bits(got) == _bits(e_rounded)
+        g, e, diff = got.double(), e_rounded.double(), (got.double() - e_rounded.double()).abs()
+    elif mode == "ulp":
+        e_rounded = expected.to(got.dtype)
+        distance = (_ordered(got) - _ordered(e_rounded)).abs()
+        close = (distance <= ulp) & torch.isfinite(got.double())
+        g, e, diff = got.double(), e_rounded.double(), (got.double() - e_rounded.double()).abs()
+    else:
+        raise ValueError(f"unknown comparison mode {mode}")
+
+    finite_diff = diff[torch.isfinite(diff)]
+    max_abs = float(finite_diff.max()) if finite_diff.numel() else None
+    if finite_diff.numel() != diff.numel():
+        max_abs = float("inf")
+    rel = diff / e.abs().clamp_min(1e-30)
+    finite_rel = rel[torch.isfinite(rel)]
+    max_rel = float(finite_rel.max()) if finite_rel.numel() else None
+
+    bad = ~close
+    n_bad = int(bad.sum())
+    result = Comparison(ok=n_bad == 0, max_abs_err=max_abs, max_rel_err=max_rel,
+                        mismatched=n_bad, total=total)
+    if n_bad:
+        idx = torch.nonzero(bad)[:MAX_LISTED].tolist()
+        result.mismatches = [
+            {"index": i, "got": _scalar(g[tuple(i)]), "expected": _scalar(e[tuple(i)])} for i in idx
+        ]
+        result.message = _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp)
+    return result
+
+
+def _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp) -> str:
+    pct = 100.0 * n_bad / total
+    rule = {"allclose": f"atol={atol:g}, rtol={rtol:g}", "exact": "exact match",
+            "ulp": f"within {ulp} ULP"}[mode]
+    msg = f"{label}: {n_bad} of {total} elements ({pct:.3g}%) out of tolerance ({rule})"
+    nan_bad = int((torch.isnan(g) & bad).sum())
+    inf_bad = int((torch.isinf(g) & bad & torch.isfinite(e)).sum())
+    if nan_bad:
+        msg += (f"; {nan_bad} are NaN: outputs are filled with NaN before the call, so NaN often "
+                "means elements your kernel never wrote (or a 0/0, exp overflow)")
+    if inf_bad:
+        msg += f"; {inf_bad} are inf (overflow?)"
+    return msg
+
+
+def _scalar(value: torch.Tensor) -> float | str:
+    v = float(value)
+    return v if v == v and abs(v) != float("inf") else str(v)
+
+
+_INT_OF_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    if t.dtype.is_floating_point:
+        return t.contiguous().view(_INT_OF_SIZE[t.element_size()])
+    return t
+
+
+def _ordered(t: torch.Tensor) -> torch.Tensor:
+    """Map float bit patterns to integers whose difference counts ULPs (+0 and -0 coincide)."""
+    bits = _bits(t).to(torch.int64)
+    width = 8 * t.element_size()
+    magnitude = bits & ((1 << (width - 1)) - 1)
+    return torch.where(bits < 0, -magnitude, magnitude)
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise-equal contents (NaN equal to NaN): used to prove inputs were left unchanged."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.is_floating_point:
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return bool((a == b).all())

@@ -1,0 +1,108 @@
+"""What is in force while the submission's entry function runs (in the worker; needs torch).
+
+- Forbidden framework ops: a TorchFunctionMode catches Python-level calls however they are
+  spelled (an alias, a lambda, a method), a TorchDispatchMode catches the aten op underneath.
+- Poisoned outputs: with deterministic algorithms on and fill_uninitialized_memory set, every
+  torch.empty* the submission makes is filled with NaN (floats) or the largest integer, so
+  elements its kernel never writes cannot pass by inheriting a previous result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import warnings
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+class ForbiddenOpError(RuntimeError):
+    pass
+
+
+def resolve_forbidden(names) -> tuple[dict, set[str]]:
+    """Split declared names into Python callables (by id) and aten op packet names."""
+    python_level: dict[int, str] = {}
+    aten_level: set[str] = set()
+    for name in names:
+        if name.startswith("aten."):
+            aten_level.add(name)
+            continue
+        obj = _resolve_dotted(name)
+        if obj is not None:
+            python_level[id(obj)] = name
+    return python_level, aten_level
+
+
+def _resolve_dotted(name: str):
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None  # not in this torch version: nothing to forbid
+        return obj
+    return None
+
+
+class _ForbiddenFunctions(TorchFunctionMode):
+    def __init__(self, python_level: dict[int, str], seen: list[str]):
+        super().__init__()
+        self.python_level = python_level
+        self.seen = seen
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = self.python_level.get(id(func))
+        if name is not None:
+            self.seen.append(name)
+            raise ForbiddenOpError(f"{name} is forbidden in this kata")
+        return func(*args, **(kwargs or {}))
+
+
+class _ForbiddenAtenOps(TorchDispatchMode):
+    def __init__(self, aten_level: set[str], seen: list[str]):
+        super().__init__()
+        self.aten_level = aten_level
+        self.seen = seen
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = str(func.overloadpacket)
+        if name in self.aten_level:
+            self.seen.append(name)
+            raise ForbiddenOpError(f"{name} (the op behind it) is forbidden in this kata")
+        return func(*args, **(kwargs or {}))
+
+
+@contextlib.contextmanager
+def poisoned_allocations():
+    previous_enabled = torch.are_deterministic_algorithms_enabled()
+    previous_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    previous_fill = torch.utils.deterministic.fill_uninitialized_memory
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = True
+        try:
+            yield
+        finally:
+            torch.use_deterministic_algorithms(previous_enabled, warn_only=previous_warn)
+            torch.utils.deterministic.fill_uninitialized_memory = previous_fill
+
+
+@contextlib.contextmanager
+def submission_guards(python_level: dict[int, str], aten_level: set[str], seen: list[str]):
+    """Everything in force during a checked call; `seen` collects forbidden names caught."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(poisoned_allocations())
+        if python_level:
+            stack.enter_context(_ForbiddenFunctions(python_level, seen))
+        if aten_level:
+            stack.enter_context(_ForbiddenAtenOps(aten_level, seen))
+        yield

@@ -1,0 +1,316 @@
+"""The kata format: kata.yaml parsed and validated into plain dataclasses.
+
+The format is documented in docs/KATA_FORMAT.md; this module is its single source of truth.
+It imports neither torch nor triton, so listing and showing katas stays fast.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grader.costexpr import CostExpressionError, evaluate
+
+MODES = ("interpret", "gpu")
+DIFFICULTIES = ("easy", "medium", "hard")
+# Dtype names a kata may use; kept as strings here so this module needs no torch.
+DTYPES = (
+    "float64", "float32", "float16", "bfloat16",
+    "float8_e4m3fn", "float8_e5m2",
+    "int64", "int32", "int16", "int8", "uint8", "bool",
+)
+FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+# assert_close's own defaults, used where a task declares no tolerance for a float dtype.
+DEFAULT_TOLERANCES = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1e-5, 1.3e-6),
+    "float16": (1e-5, 1e-3),
+    "bfloat16": (1e-5, 1.6e-2),
+}
+# What the Triton interpreter cannot grade fairly, whatever the kata: its bf16 arithmetic
+# (and bf16 tl.dot) works on raw bit patterns, a known upstream limitation.
+INTERPRETER_SKIPS = {
+    "bfloat16": "the Triton interpreter computes bf16 arithmetic (and bf16 tl.dot) on raw bit "
+    "patterns, a known upstream limitation; bf16 is graded on a GPU only",
+}
+CASE_RESERVED_KEYS = ("name", "dtypes", "modes", "bench", "note")
+
+
+class KataFormatError(ValueError):
+    """A kata.yaml that does not follow docs/KATA_FORMAT.md."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One value the grader checks after the call: returned, or an argument updated in place."""
+
+    name: str
+    dtype: str  # a dtype name, or the name of an argument whose dtype it shares
+    compare: str = "allclose"  # allclose | exact | ulp
+    ulp: int = 0
+    inplace: bool = False
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    params: dict[str, Any]
+    dtypes: tuple[str, ...]
+    modes: tuple[str, ...]
+    hidden: bool
+    bench: bool = False
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SkipRule:
+    reason: str
+    mode: str | None = None
+    dtype: str | None = None
+    case: str | None = None
+
+    def matches(self, mode: str, dtype: str, case: str) -> bool:
+        return (
+            (self.mode is None or self.mode == mode)
+            and (self.dtype is None or self.dtype == dtype)
+            and (self.case is None or self.case == case)
+        )
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str  # also the entry function the user writes
+    signature: str
+    args: tuple[str, ...]
+    outputs: tuple[OutputSpec, ...]
+    dtypes: tuple[str, ...]
+    tolerances: dict[str, Tolerance]
+    cases: tuple[Case, ...]
+    threshold: float
+    baseline_name: str
+    inputs_fn: str = "make_inputs"
+    reference_fn: str = "reference"
+    baseline_fn: str = "baseline"
+    forbidden: tuple[str, ...] = ()
+    cost_bytes: str | None = None
+    cost_flops: str | None = None
+    skip: tuple[SkipRule, ...] = ()
+
+    @property
+    def returns(self) -> tuple[OutputSpec, ...]:
+        return tuple(o for o in self.outputs if not o.inplace)
+
+    @property
+    def inplace(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.outputs if o.inplace)
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        if dtype in self.tolerances:
+            return self.tolerances[dtype]
+        atol, rtol = DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
+        return Tolerance(atol, rtol)
+
+    def skip_reason(self, mode: str, dtype: str, case: Case) -> str | None:
+        """Why this case cannot run in this mode, or None when it runs."""
+        if mode not in case.modes:
+            return "too large for the Triton interpreter: graded on a GPU only"
+        for rule in self.skip:
+            if rule.matches(mode, dtype, case.name):
+                return rule.reason
+        if mode == "interpret" and dtype in INTERPRETER_SKIPS:
+            return INTERPRETER_SKIPS[dtype]
+        return None
+
+    def cost(self, case: Case, itemsize: int) -> tuple[float | None, float | None]:
+        """(bytes moved, FLOPs) for the roofline, from the declared expressions."""
+        names = dict(case.params, itemsize=itemsize)
+        nbytes = evaluate(self.cost_bytes, names) if self.cost_bytes else None
+        flops = evaluate(self.cost_flops, names) if self.cost_flops else None
+        return nbytes, flops
+
+
+@dataclass(frozen=True)
+class Kata:
+    name: str
+    title: str
+    difficulty: str
+    topics: tuple[str, ...]
+    minutes: int
+    statement: str
+    hints: tuple[str, ...]
+    tasks: tuple[Task, ...]
+    directory: Path
+    reference_path: Path
+    roofline_target: float = 0.85
+    time_limit_s: dict[str, float] = field(default_factory=lambda: {"interpret": 300.0, "gpu": 600.0})
+
+    @property
+    def spec_path(self) -> Path:
+        return self.directory / "spec.py"
+
+    @property
+    def stub_path(self) -> Path:
+        return self.directory / "stub.py"
+
+    @property
+    def threshold(self) -> float:
+        return self.tasks[0].threshold
+
+
+def _require(mapping: dict, key: str, where: str) -> Any:
+    if key not in mapping:
+        raise KataFormatError(f"{where}: missing required key '{key}'")
+    return mapping[key]
+
+
+def _as_tuple(value: Any) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)
+
+
+def _check_dtype(name: str, where: str) -> str:
+    if name not in DTYPES:
+        raise KataFormatError(f"{where}: unknown dtype '{name}' (known: {', '.join(DTYPES)})")
+    return name
+
+
+def _parse_output(raw: Any, args: tuple[str, ...], inplace: bool, where: str) -> OutputSpec:
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    name = _require(raw, "name", where)
+    if inplace and name not in args:
+        raise KataFormatError(f"{where}: in-place output '{name}' is not an argument")
+    dtype = raw.get("dtype", name if inplace else args[0])
+    if dtype not in args:
+        _check_dtype(dtype, where)
+    compare = raw.get("compare", "allclose")
+    ulp = 0
+    if isinstance(compare, dict):
+        ulp = int(_require(compare, "ulp", where))
+        compare = "ulp"
+    if compare not in ("allclose", "exact", "ulp"):
+        raise KataFormatError(f"{where}: compare must be allclose, exact or {{ulp: N}}")
+    return OutputSpec(name=name, dtype=dtype, compare=compare, ulp=ulp, inplace=inplace)
+
+
+def _parse_case(raw: dict, task_dtypes: tuple[str, ...], hidden: bool, where: str) -> Case:
+    name = _require(raw, "name", where)
+    dtypes = _as_tuple(raw.get("dtypes")) or task_dtypes
+    for d in dtypes:
+        if d not in task_dtypes:
+            raise KataFormatError(f"{where}, case '{name}': dtype {d} is not one of the task's")
+    modes = _as_tuple(raw.get("modes")) or MODES
+    for m in modes:
+        if m not in MODES:
+            raise KataFormatError(f"{where}, case '{name}': unknown mode '{m}'")
+    params = {k: v for k, v in raw.items() if k not in CASE_RESERVED_KEYS}
+    return Case(
+        name=name, params=params, dtypes=tuple(dtypes), modes=tuple(modes), hidden=hidden,
+        bench=bool(raw.get("bench", False)), note=raw.get("note", ""),
+    )
+
+
+def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
+    name = _require(raw, "name", where)
+    where = f"{where}, task '{name}'"
+    signature = _require(raw, "signature", where)
+    match = re.match(r"\s*([A-Za-z_]\w*)\s*\(", signature)
+    if not match or match.group(1) != name:
+        raise KataFormatError(f"{where}: signature must start with '{name}('")
+    args = tuple(_require(raw, "args", where))
+    dtypes = tuple(_check_dtype(d, where) for d in _require(raw, "dtypes", where))
+    outputs = tuple(_parse_output(o, args, False, where) for o in raw.get("returns", []))
+    outputs += tuple(_parse_output(o, args, True, where) for o in raw.get("inplace", []))
+    if not outputs:
+        raise KataFormatError(f"{where}: declares neither 'returns' nor 'inplace' outputs")
+    tolerances = {}
+    for dtype, tol in (raw.get("tolerance") or {}).items():
+        _check_dtype(dtype, where)
+        tolerances[dtype] = Tolerance(float(tol["atol"]), float(tol["rtol"]))
+    raw_cases = _require(raw, "cases", where)
+    cases = tuple(_parse_case(c, dtypes, False, where) for c in raw_cases.get("public", []))
+    cases += tuple(_parse_case(c, dtypes, True, where) for c in raw_cases.get("hidden", []))
+    names = [c.name for c in cases]
+    if len(set(names)) != len(names):
+        raise KataFormatError(f"{where}: case names must be unique")
+    baseline = raw.get("baseline", {})
+    cost = raw.get("cost", {})
+    skip = tuple(
+        SkipRule(reason=_require(s, "reason", where), mode=s.get("mode"), dtype=s.get("dtype"),
+                 case=s.get("case"))
+        for s in raw.get("skip", [])
+    )
+    task = Task(
+        name=name, signature=signature, args=args, outputs=outputs, dtypes=dtypes,
+        tolerances=tolerances, cases=cases,
+        threshold=float(raw.get("threshold", kata_defaults["threshold"])),
+        baseline_name=baseline.get("name", "PyTorch eager"),
+        inputs_fn=raw.get("inputs", "make_inputs"),
+        reference_fn=raw.get("reference", "reference"),
+        baseline_fn=baseline.get("function", "baseline"),
+        forbidden=tuple(raw.get("forbidden", ())) + tuple(kata_defaults["forbidden"]),
+        cost_bytes=cost.get("bytes"), cost_flops=cost.get("flops"), skip=skip,
+    )
+    _check_cost_expressions(task, where)
+    return task
+
+
+def _check_cost_expressions(task: Task, where: str) -> None:
+    for case in task.cases:
+        try:
+            task.cost(case, itemsize=4)
+        except CostExpressionError as exc:
+            raise KataFormatError(f"{where}, case '{case.name}': cost: {exc}") from None
+
+
+def parse_kata(raw: dict, directory: Path, reference_path: Path) -> Kata:
+    where = f"{directory / 'kata.yaml'}"
+    if not isinstance(raw, dict):
+        raise KataFormatError(f"{where}: expected a mapping at the top level")
+    name = _require(raw, "name", where)
+    if name != directory.name:
+        raise KataFormatError(f"{where}: name '{name}' differs from its folder '{directory.name}'")
+    difficulty = _require(raw, "difficulty", where)
+    if difficulty not in DIFFICULTIES:
+        raise KataFormatError(f"{where}: difficulty must be one of {', '.join(DIFFICULTIES)}")
+    hints = tuple(_require(raw, "hints", where))
+    if len(hints) != 3:
+        raise KataFormatError(f"{where}: needs exactly 3 hints (nudge, approach, near-solution)")
+    defaults = {"threshold": raw.get("threshold", 1.0), "forbidden": raw.get("forbidden", ())}
+    tasks = tuple(_parse_task(t, defaults, where) for t in _require(raw, "tasks", where))
+    if not tasks:
+        raise KataFormatError(f"{where}: needs at least one task")
+    limits = {"interpret": 300.0, "gpu": 600.0}
+    limits.update({k: float(v) for k, v in (raw.get("time_limit_s") or {}).items()})
+    return Kata(
+        name=name, title=_require(raw, "title", where), difficulty=difficulty,
+        topics=tuple(raw.get("topics", ())), minutes=int(_require(raw, "minutes", where)),
+        statement=_require(raw, "statement", where).strip(), hints=hints, tasks=tasks,
+        directory=directory, reference_path=reference_path,
+        roofline_target=float(raw.get("roofline_target", 0.85)), time_limit_s=limits,
+    )
+
+
+def load_kata(directory: Path) -> Kata:
+    """Load katas/NAME/kata.yaml; the reference lives at ../../reference/NAME.py."""
+    directory = Path(directory)
+    path = directory / "kata.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise KataFormatError(f"{path}: not valid YAML: {exc}") from None
+    reference_path = directory.parent.parent / "reference" / f"{directory.name}.py"
+    return parse_kata(raw, directory, reference_path)

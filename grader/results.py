@@ -1,0 +1,96 @@
+"""What a grade produces: plain dataclasses, serialisable to the documented JSON (docs/RESULTS.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Case statuses.
+PASS, FAIL, ERROR, SKIPPED, NOT_RUN = "pass", "fail", "error", "skipped", "not_run"
+
+
+@dataclass
+class Mismatch:
+    index: list[int]
+    got: float | int | str
+    expected: float | int | str
+
+
+@dataclass
+class CaseResult:
+    task: str
+    name: str
+    dtype: str
+    shape: list[int] | None
+    hidden: bool
+    status: str
+    message: str = ""
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    mismatched: int | None = None  # elements out of tolerance
+    total: int | None = None  # elements compared
+    mismatches: list[Mismatch] = field(default_factory=list)
+    time_ms: float | None = None
+    baseline_ms: float | None = None
+    speedup: float | None = None
+    roofline: float | None = None  # fraction of the device's roofline reached (0..1)
+    floor_ms: float | None = None  # the roofline time for this case on this device
+
+    @property
+    def timed(self) -> bool:
+        return self.time_ms is not None
+
+
+@dataclass
+class TaskResult:
+    name: str
+    threshold: float
+    baseline: str
+    cases: list[CaseResult]
+    correct: bool
+    speedup: float | None = None  # geometric mean over the timed cases
+    roofline: float | None = None  # geometric mean over the timed cases
+
+
+@dataclass
+class ScoreBreakdown:
+    correctness: float
+    speed: float | None
+    roofline: float | None
+    total: float
+    max_possible: float
+    formula: str
+
+
+@dataclass
+class GradeResult:
+    kata: str
+    title: str
+    submission: str
+    submission_sha256: str | None
+    mode: str  # gpu | interpret
+    status: str  # pass | fail | error
+    correct: bool
+    score: float
+    speedup: float | None
+    threshold: float
+    roofline: float | None
+    tasks: list[TaskResult]
+    message: str = ""  # one paragraph: why the grade failed or errored, when it did
+    score_breakdown: ScoreBreakdown | None = None
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    output: str = ""  # what the submission printed (trimmed)
+    device: str | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    duration_s: float | None = None
+    speed_measured: bool = False
+
+    @property
+    def cases(self) -> list[CaseResult]:
+        return [c for t in self.tasks for c in t.cases]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["schema"] = "triton-kata/grade/1"
+        return data
