@@ -1,0 +1,203 @@
+"""The `kata` command line: parses arguments and formats results; the work is in grader.*."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+from tabulate import tabulate
+
+from grader import __version__
+from grader.catalog import UnknownKataError, all_katas, get_kata
+from grader.kata import KataFormatError
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def _usage_error(message: str) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _kata_or_exit(name: str):
+    try:
+        return get_kata(name)
+    except UnknownKataError as exc:
+        _usage_error(str(exc))
+    except KataFormatError as exc:
+        _usage_error(f"The kata '{name}' is broken: {exc}")
+
+
+def _complete_kata(ctx, param, incomplete):
+    from grader.catalog import kata_dirs
+    return [name for name in kata_dirs() if name.startswith(incomplete)]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kata")
+def main():
+    """Practise GPU kernels in Triton: scaffold a kata, solve it, grade it.
+
+    \b
+      kata list                 the catalogue
+      kata new softmax          ./softmax/solution.py + ./softmax/README.md
+      kata grade softmax        hidden tests (and speed on a GPU), a scored report
+
+    Exit codes: 0 pass, 1 fail, 2 usage error.
+    """
+
+
+@main.command("list")
+def list_katas():
+    """Show the katas: name, difficulty, topics and time budget."""
+    rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min")
+            for k in all_katas()]
+    click.echo(tabulate(rows, headers=["kata", "title", "difficulty", "topics", "time"]))
+
+
+@main.command()
+@click.argument("kata", shell_complete=_complete_kata)
+def show(kata):
+    """Show a kata's statement, signature, tolerances and public cases."""
+    from grader.report import render_workspace_readme
+    click.echo(render_workspace_readme(_kata_or_exit(kata)))
+
+
+@main.command()
+@click.argument("kata", shell_complete=_complete_kata)
+@click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Folder in which to create the KATA workspace folder.")
+@click.option("--force", is_flag=True, help="Replace an existing solution.py (a .bak copy is kept).")
+def new(kata, parent, force):
+    """Scaffold DIR/KATA/solution.py (the stub) and DIR/KATA/README.md (the statement)."""
+    from grader.workspace import SolutionExistsError, scaffold
+    k = _kata_or_exit(kata)
+    try:
+        made = scaffold(k, parent, force=force)
+    except SolutionExistsError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_FAIL)
+    if made.backup:
+        click.echo(f"Saved your previous solution as {made.backup}")
+    click.echo(f"Created {made.solution} and {made.readme}")
+    click.echo(f"Next: edit {made.solution}, then run: kata grade {made.directory}")
+
+
+def _resolve_mode(interpret: bool, gpu: bool) -> str:
+    if interpret and gpu:
+        _usage_error("--interpret and --gpu exclude each other.")
+    if interpret:
+        return "interpret"
+    import torch
+    has_gpu = torch.cuda.is_available()
+    if gpu and not has_gpu:
+        _usage_error("--gpu needs a CUDA GPU and torch sees none; grade with --interpret (correctness only).")
+    return "gpu" if (gpu or has_gpu) else "interpret"
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path), default=Path("."))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object (docs/RESULTS.md).")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a report: Markdown (.md) or HTML (.html).")
+@click.option("--interpret", is_flag=True, help="Run on the CPU under the Triton interpreter (correctness only).")
+@click.option("--gpu", is_flag=True, help="Run on the GPU: correctness and speed (the default when CUDA is available).")
+@click.option("--timeout", type=click.FloatRange(min=1), help="Time limit in seconds for the whole grade.")
+@click.option("--seed", type=int, help="Fix the input seed (to reproduce a failure); default: a fresh secret one.")
+def grade(path, as_json, report, interpret, gpu, timeout, seed):
+    """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
+    from grader.report import ReportFormatError, report_format, to_json, write_report
+    from grader.runner import grade as run_grade
+    from grader.workspace import WorkspaceError, resolve
+    try:
+        kata, solution = resolve(path)
+        if report:
+            report_format(report)
+    except (WorkspaceError, ReportFormatError, UnknownKataError) as exc:
+        _usage_error(str(exc))
+    mode = _resolve_mode(interpret, gpu)
+    result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout)
+    if report:
+        write_report(result, report)
+    if as_json:
+        click.echo(to_json(result))
+    else:
+        click.echo(format_result(result))
+        if report:
+            click.echo(f"Report written to {report}")
+    sys.exit(EXIT_PASS if result.status == "pass" else EXIT_FAIL)
+
+
+def format_result(result) -> str:
+    colour = {"pass": "green", "fail": "red", "error": "red"}[result.status]
+    b = result.score_breakdown
+    lines = [click.style(f"{result.kata}: {result.status.upper()}", fg=colour, bold=True)
+             + f"  score {b.total:g}/{b.max_possible:g}  ({result.mode} mode, {result.device or 'no device'})"]
+    rows = []
+    for c in result.cases:
+        if c.status == "skipped":
+            continue
+        rows.append([c.task if len(result.tasks) > 1 else None, c.name, c.dtype,
+                     "x".join(map(str, c.shape)) if c.shape else "-", c.status,
+                     _num(c.max_abs_err), _num(c.time_ms), _num(c.baseline_ms),
+                     f"{c.speedup:.2f}x" if c.speedup else "-",
+                     f"{100 * c.roofline:.0f}%" if c.roofline else "-"])
+    headers = ["task", "case", "dtype", "shape", "status", "max err", "ms", "baseline ms", "speedup", "roofline"]
+    if len(result.tasks) == 1:
+        rows = [r[1:] for r in rows]
+        headers = headers[1:]
+    if rows:
+        lines += ["", tabulate(rows, headers=headers)]
+    if result.speed_measured:
+        lines.append(f"\nspeedup {result.speedup:.2f}x (geomean; threshold {result.threshold:g}x), "
+                     f"roofline {100 * (result.roofline or 0):.0f}%")
+    else:
+        lines.append("\nspeed not measured (" + ("Triton interpreter: correctness only"
+                     if result.mode == "interpret" else "not every case was correct") + ")")
+    reasons = Counter(s["reason"] for s in result.skipped)
+    for reason, count in reasons.items():
+        lines.append(f"skipped {count} case(s): {reason}")
+    if result.message:
+        lines += ["", result.message]
+    if result.output.strip():
+        lines += ["", "output of the submission:", result.output.rstrip()]
+    return "\n".join(lines)
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+@main.command()
+@click.argument("katas", nargs=-1, shell_complete=_complete_kata)
+@click.option("--interpret", is_flag=True, help="Run on the CPU under the Triton interpreter.")
+@click.option("--gpu", is_flag=True, help="Run on the GPU (the default when CUDA is available).")
+@click.option("--json", "as_json", is_flag=True, help="Print every grade as JSON.")
+def selftest(katas, interpret, gpu, as_json):
+    """Check the katas themselves: every reference must pass and every stub must fail."""
+    import json
+
+    from grader.selftest import selftest as run_selftest
+    chosen = [_kata_or_exit(k) for k in katas] if katas else all_katas()
+    mode = _resolve_mode(interpret, gpu)
+    results = run_selftest(chosen, mode)
+    if as_json:
+        click.echo(json.dumps([{"kata": r.kata, "ok": r.ok, "reference": r.reference.to_dict(),
+                                "stub": r.stub.to_dict()} for r in results], indent=2, default=str))
+    else:
+        rows = []
+        for r in results:
+            ref = r.reference
+            rows.append([r.kata, f"{ref.status} ({ref.score:g})",
+                         f"{ref.speedup:.2f}x" if ref.speedup else "-",
+                         f"{100 * ref.roofline:.0f}%" if ref.roofline else "-",
+                         r.stub.status, "ok" if r.ok else "BROKEN"])
+        click.echo(tabulate(rows, headers=["kata", "reference", "speedup", "roofline", "stub", "verdict"]))
+        for r in results:
+            if not r.ok:
+                bad = r.reference if r.reference.status != "pass" else r.stub
+                which = "reference" if bad is r.reference else "stub"
+                click.echo(f"\n{r.kata} {which}: {bad.message or bad.status}")
+    sys.exit(EXIT_PASS if all(r.ok for r in results) else EXIT_FAIL)
