@@ -135,6 +135,8 @@ def _clone(value):
         return value.clone()
     if isinstance(value, (list, tuple)):
         return type(value)(_clone(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _clone(v) for k, v in value.items()}
     return value
 
 
@@ -249,10 +251,15 @@ class CaseRunner:
         return result
 
     def _compare(self, output, got, expected, inputs, worst, result) -> str:
-        got_leaves = list(_flatten(got, output.name))
         exp_leaves = list(_flatten(expected, output.name))
-        if len(got_leaves) != len(exp_leaves):
-            return f"'{output.name}' has {len(got_leaves)} tensors, expected {len(exp_leaves)}"
+        if isinstance(expected, (list, tuple)):  # a list of tensors (multi-tensor katas)
+            if not isinstance(got, (list, tuple)):
+                return f"'{output.name}' is {_describe(got)}, expected a list of {len(exp_leaves)} tensors"
+            got_leaves = list(_flatten(got, output.name))
+            if len(got_leaves) != len(exp_leaves):
+                return f"'{output.name}' has {len(got_leaves)} tensors, expected {len(exp_leaves)}"
+        else:
+            got_leaves = [(output.name, got)]
         dtype = self.expected_dtype(output, inputs)
         tol = self.task.tolerance(str(dtype).removeprefix("torch."))
         for (label, g), (_, e) in zip(got_leaves, exp_leaves):

@@ -14,12 +14,21 @@ import triton.language as tl
 @triton.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    # The last program may own fewer than BLOCK_SIZE elements: masked lanes neither load nor store.
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, x + y, mask=mask)
+    # int64 offsets: with 2^31 elements or more, int32 block starts would wrap around.
+    block_start = pid.to(tl.int64) * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    if block_start + BLOCK_SIZE <= n_elements:
+        # Every block but the last is full. Without a mask the compiler can emit 16-byte
+        # vector loads even when n is odd; a mask built from an odd n forbids them.
+        x = tl.load(x_ptr + offsets)
+        y = tl.load(y_ptr + offsets)
+        tl.store(out_ptr + offsets, x + y)
+    else:
+        # The last program may own fewer than BLOCK_SIZE elements: masked lanes neither load nor store.
+        mask = offsets < n_elements
+        x = tl.load(x_ptr + offsets, mask=mask)
+        y = tl.load(y_ptr + offsets, mask=mask)
+        tl.store(out_ptr + offsets, x + y, mask=mask)
 
 
 def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,110 @@
+"""GPU benchmark of every reference against its peers, in one run (docs/PERFORMANCE.md).
+
+For each kata's timed (bench) cases: the reference, PyTorch eager (the kata's baseline) and
+torch.compile of that baseline, timed with triton.testing.do_bench (median, L2 flushed, two
+input sets rotated, the three interleaved over several rounds), plus the device's measured
+copy bandwidth and matmul rate from the same run.
+
+    python benchmarks/bench.py [KATA ...] --out results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+import triton
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from grader.catalog import all_katas, get_kata  # noqa: E402
+from grader.timing import measure_ceilings, median_ms, rotating  # noqa: E402
+from grader.worker import case_seed  # noqa: E402
+
+ROUNDS = 3
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench_kata(kata, ceilings: dict) -> list[dict]:
+    spec = _load(f"spec_{kata.name}", kata.spec_path)
+    reference = _load(f"ref_{kata.name}", kata.reference_path)
+    rows = []
+    for task in kata.tasks:
+        baseline = getattr(spec, task.baseline_fn)
+        compiled = torch.compile(baseline, dynamic=False)
+        for case in (c for c in task.cases if c.bench):
+            for dtype_name in case.dtypes:
+                dtype = getattr(torch, dtype_name)
+                input_sets = []
+                for i in range(2):
+                    gen = torch.Generator(device="cuda")
+                    gen.manual_seed(case_seed(0, f"{task.name}/{case.name}/{dtype_name}/{i}"))
+                    inputs = getattr(spec, task.inputs_fn)(dict(case.params), dtype, "cuda", gen)
+                    input_sets.append(tuple(inputs[a] for a in task.args))
+                impls = {"reference": getattr(reference, task.name), "eager": baseline, "compile": compiled}
+                for fn in impls.values():  # compile and autotune outside the timed region
+                    fn(*input_sets[0])
+                torch.cuda.synchronize()
+                times = {name: [] for name in impls}
+                for _ in range(ROUNDS):
+                    for name, fn in impls.items():
+                        times[name].append(median_ms(rotating(fn, input_sets)))
+                ms = {name: statistics.median(t) for name, t in times.items()}
+                nbytes, flops = task.cost(case, itemsize=torch.empty((), dtype=dtype).element_size())
+                floor_ms = max(nbytes / (ceilings["copy_gbps"] * 1e9) * 1e3,
+                               (flops or 0) / (ceilings["matmul_tflops"] * 1e12) * 1e3)
+                row = {
+                    "kata": kata.name, "task": task.name, "case": case.name, "dtype": dtype_name,
+                    "shape": list(input_sets[0][0].shape), "bytes": nbytes, "flops": flops,
+                    "ms": ms, "rounds_ms": times,
+                    "gbps": {name: nbytes / (t * 1e-3) / 1e9 for name, t in ms.items()},
+                    "pct_copy_bw": {name: floor_ms / t for name, t in ms.items()},
+                    "speedup_vs_eager": ms["eager"] / ms["reference"],
+                    "speedup_vs_compile": ms["compile"] / ms["reference"],
+                }
+                rows.append(row)
+                print(f"{kata.name:11s} {case.name:20s} {dtype_name:9s} ref {ms['reference']*1e3:8.1f} us "
+                      f"({100*row['pct_copy_bw']['reference']:5.1f}% bw)  eager {ms['eager']*1e3:8.1f} us "
+                      f"compile {ms['compile']*1e3:8.1f} us  x{row['speedup_vs_eager']:.2f} eager "
+                      f"x{row['speedup_vs_compile']:.2f} compile", flush=True)
+                del input_sets
+                torch.cuda.empty_cache()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("katas", nargs="*")
+    parser.add_argument("--out", type=Path, default=Path("bench.json"))
+    args = parser.parse_args()
+    katas = [get_kata(k) for k in args.katas] if args.katas else all_katas()
+    ceilings = measure_ceilings()
+    print(f"{ceilings['device']}: copy {ceilings['copy_gbps']:.0f} GB/s, "
+          f"bf16 matmul {ceilings['matmul_tflops']:.0f} TFLOP/s", flush=True)
+    rows = []
+    for kata in katas:
+        rows += bench_kata(kata, ceilings)
+    result = {
+        "date": datetime.date.today().isoformat(), "device": ceilings["device"],
+        "torch": torch.__version__, "triton": triton.__version__, "ceilings": ceilings,
+        "method": "triton.testing.do_bench median (warmup 25 ms, rep 100 ms, L2 flushed), "
+                  f"2 input sets rotated, {ROUNDS} interleaved rounds, median round",
+        "rows": rows,
+    }
+    args.out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""Shared fixtures: grading through the interpreter, exactly as a user without a GPU would."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from grader.catalog import all_katas, get_kata
+from grader.runner import grade
+
+TESTS = Path(__file__).parent
+WRONG = TESTS / "wrong"
+KATA_NAMES = sorted(k.name for k in all_katas())
+
+
+def kata_of_wrong(path: Path) -> str:
+    """tests/wrong/<kata>_<bug>.py -> <kata> (the longest kata name that prefixes it)."""
+    matches = [k for k in KATA_NAMES if path.stem.startswith(k + "_")]
+    assert matches, f"{path.name} does not start with a kata name"
+    return max(matches, key=len)
+
+
+def expected_failures(path: Path) -> list[str]:
+    return re.findall(r"^# expect-fail:\s*(\S+)", path.read_text(), flags=re.M)
+
+
+@pytest.fixture(scope="session")
+def grade_interpret():
+    """grade(kata_name, path, **kw) in interpreter mode, memoised per (kata, path) without kw."""
+    cache = {}
+
+    def run(kata_name: str, path: Path, **kwargs):
+        key = (kata_name, str(path))
+        if kwargs:
+            return grade(get_kata(kata_name), Path(path), "interpret", **kwargs)
+        if key not in cache:
+            cache[key] = grade(get_kata(kata_name), Path(path), "interpret")
+        return cache[key]
+
+    return run
+
+
+def write(tmp_path: Path, source: str, name: str = "solution.py") -> Path:
+    path = tmp_path / name
+    path.write_text(source)
+    return path

@@ -1,0 +1,178 @@
+"""The `kata` command line, through click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from grader.catalog import get_kata
+from grader.cli import main
+
+COMMANDS = ["list", "show", "new", "grade", "selftest"]
+
+
+def invoke(*args, **kwargs):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False, **kwargs)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command):
+    result = invoke(command, "--help")
+    assert result.exit_code == 0
+    assert "Usage:" in result.output and len(result.output.splitlines()) > 3
+
+
+def test_list_shows_the_catalogue():
+    result = invoke("list")
+    assert result.exit_code == 0
+    for name in ("vector_add", "softmax", "rms_norm"):
+        assert name in result.output
+    assert "difficulty" in result.output and "min" in result.output
+
+
+def test_show_prints_statement_signature_tolerances_and_public_cases():
+    result = invoke("show", "softmax")
+    assert result.exit_code == 0
+    kata = get_kata("softmax")
+    assert kata.tasks[0].signature in result.output
+    assert "atol" in result.output and "rtol" in result.output
+    public = [c.name for c in kata.tasks[0].cases if not c.hidden]
+    hidden = [c.name for c in kata.tasks[0].cases if c.hidden]
+    assert all(name in result.output for name in public)
+    assert not any(f"| {name} |" in result.output for name in hidden)
+
+
+def test_unknown_kata_suggests_the_closest():
+    result = CliRunner().invoke(main, ["show", "sofmax"])
+    assert result.exit_code == 2
+    assert "Did you mean 'softmax'" in result.output and "vector_add" in result.output
+    result = CliRunner().invoke(main, ["new", "gemmm"])
+    assert result.exit_code == 2 and "Known katas" in result.output
+
+
+def test_new_creates_stub_readme_and_marker(tmp_path):
+    result = invoke("new", "rms_norm", "--dir", str(tmp_path))
+    assert result.exit_code == 0
+    ws = tmp_path / "rms_norm"
+    assert (ws / "solution.py").read_text() == get_kata("rms_norm").stub_path.read_text()
+    readme = (ws / "README.md").read_text()
+    assert get_kata("rms_norm").tasks[0].signature in readme
+    assert (ws / ".kata.yaml").is_file()
+
+
+def test_new_refuses_to_overwrite_then_force_keeps_a_backup(tmp_path):
+    invoke("new", "vector_add", "--dir", str(tmp_path))
+    solution = tmp_path / "vector_add" / "solution.py"
+    solution.write_text("# my work\n")
+    result = CliRunner().invoke(main, ["new", "vector_add", "--dir", str(tmp_path)])
+    assert result.exit_code == 1 and "--force" in result.output
+    assert solution.read_text() == "# my work\n"
+    result = invoke("new", "vector_add", "--dir", str(tmp_path), "--force")
+    assert result.exit_code == 0
+    assert (tmp_path / "vector_add" / "solution.py.bak").read_text() == "# my work\n"
+    assert "NotImplementedError" in solution.read_text()
+
+
+@pytest.fixture(scope="module")
+def solved_workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ws")
+    invoke("new", "vector_add", "--dir", str(root))
+    shutil.copyfile(get_kata("vector_add").reference_path, root / "vector_add" / "solution.py")
+    return root / "vector_add"
+
+
+def test_grade_workspace_passes_with_json(solved_workspace):
+    result = invoke("grade", str(solved_workspace), "--interpret", "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    for key in ("kata", "status", "mode", "correct", "score", "speedup", "threshold", "tasks"):
+        assert key in data
+    assert (data["kata"], data["status"], data["mode"], data["correct"]) == ("vector_add", "pass", "interpret", True)
+    assert data["score"] == 50 and data["speedup"] is None
+    case = data["tasks"][0]["cases"][0]
+    for key in ("name", "shape", "dtype", "status", "max_abs_err", "message", "time_ms", "baseline_ms", "speedup"):
+        assert key in case
+    assert any(s["reason"].startswith("too large") for s in data["skipped"])
+
+
+def test_grade_defaults_to_the_current_folder(solved_workspace, monkeypatch):
+    monkeypatch.chdir(solved_workspace)
+    result = invoke("grade", "--interpret")
+    assert result.exit_code == 0
+    assert "vector_add: PASS" in result.output and "speed not measured" in result.output
+    assert "skipped" in result.output
+
+
+def test_grade_a_solution_file(solved_workspace):
+    result = invoke("grade", str(solved_workspace / "solution.py"), "--interpret")
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("suffix", [".md", ".html"])
+def test_grade_writes_reports(solved_workspace, tmp_path, suffix):
+    report = tmp_path / f"report{suffix}"
+    result = invoke("grade", str(solved_workspace), "--interpret", "--report", str(report))
+    assert result.exit_code == 0
+    text = report.read_text()
+    assert "vector_add" in text and "odd_tail" in text and "score = 0 unless" in text
+    assert "Speed was not measured" in text and "Skipped cases" in text
+    if suffix == ".html":
+        assert text.startswith("<!DOCTYPE html>") and "<table>" in text
+    else:
+        assert text.startswith("# vector_add: PASS")
+
+
+def test_grade_stub_fails_with_exit_1(tmp_path):
+    invoke("new", "softmax", "--dir", str(tmp_path))
+    result = CliRunner().invoke(main, ["grade", str(tmp_path / "softmax"), "--interpret"])
+    assert result.exit_code == 1
+    assert "not implemented" in result.output
+
+
+def test_failing_report_shows_mismatches(tmp_path):
+    invoke("new", "vector_add", "--dir", str(tmp_path))
+    from conftest import WRONG
+    shutil.copyfile(WRONG / "vector_add_floor_grid.py", tmp_path / "vector_add" / "solution.py")
+    report = tmp_path / "r.md"
+    result = CliRunner().invoke(main, ["grade", str(tmp_path / "vector_add"), "--interpret",
+                                       "--report", str(report)])
+    assert result.exit_code == 1
+    text = report.read_text()
+    assert "FAIL" in text and "Mismatches in" in text and "| Index | Got | Expected |" in text
+
+
+def test_gpu_flag_without_cuda_is_a_usage_error(solved_workspace):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    result = CliRunner().invoke(main, ["grade", str(solved_workspace), "--gpu"])
+    assert result.exit_code == 2 and "--interpret" in result.output
+
+
+def test_interpret_and_gpu_exclude_each_other(solved_workspace):
+    result = CliRunner().invoke(main, ["grade", str(solved_workspace), "--gpu", "--interpret"])
+    assert result.exit_code == 2
+
+
+def test_selftest_passes_for_a_kata():
+    result = invoke("selftest", "vector_add", "--interpret")
+    assert result.exit_code == 0
+    assert "vector_add" in result.output and "ok" in result.output
+
+
+def test_selftest_fails_when_a_reference_is_broken(tmp_path, monkeypatch):
+    # A private kata root whose reference is a copy of the stub: selftest must say so and exit 1.
+    root = tmp_path / "extra"
+    shutil.copytree(get_kata("vector_add").directory, root / "katas" / "broken_add")
+    yaml_path = root / "katas" / "broken_add" / "kata.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("name: vector_add\n", "name: broken_add\n", 1))
+    (root / "reference").mkdir()
+    shutil.copyfile(get_kata("vector_add").stub_path, root / "reference" / "broken_add.py")
+    monkeypatch.setenv("TRITON_KATA_PATH", str(root))
+    from grader import catalog
+    catalog._load.cache_clear()
+    result = CliRunner().invoke(main, ["selftest", "broken_add", "--interpret"])
+    assert result.exit_code == 1 and "BROKEN" in result.output

@@ -1,0 +1,26 @@
+"""Planted wrong solutions (the bugs candidates really write) must fail, on the case meant to catch them."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import WRONG, expected_failures, kata_of_wrong
+
+WRONG_FILES = sorted(WRONG.glob("*.py"))
+
+
+def test_every_kata_has_planted_bugs():
+    from conftest import KATA_NAMES
+    per_kata = {name: [p for p in WRONG_FILES if kata_of_wrong(p) == name] for name in KATA_NAMES}
+    assert all(len(files) >= 4 for files in per_kata.values()), per_kata
+
+
+@pytest.mark.parametrize("path", WRONG_FILES, ids=[p.stem for p in WRONG_FILES])
+def test_wrong_solution_fails(path, grade_interpret):
+    kata = kata_of_wrong(path)
+    expected = expected_failures(path)
+    assert expected, f"{path.name} names no '# expect-fail: CASE' line"
+    result = grade_interpret(kata, path)
+    assert result.status in ("fail", "error") and result.score == 0, result.message
+    failed = {c.name for c in result.cases if c.status in ("fail", "error")}
+    assert failed & set(expected), f"expected one of {expected} to fail; failed: {sorted(failed)}"

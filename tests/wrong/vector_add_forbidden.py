@@ -1,0 +1,10 @@
+"""Bug: lets PyTorch do the work through an alias (the kata forbids torch's add)."""
+# expect-fail: small
+
+import torch
+
+plus = torch.Tensor.add
+
+
+def vector_add(x, y):
+    return plus(x, y)
