@@ -1,0 +1,83 @@
+"""Comparison semantics: assert_close-style tolerances, exact and ULP modes, NaN never passes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from grader.compare import check_tensor_type, compare_values, same_values
+
+
+def test_allclose_matches_assert_close_rule():
+    expected = torch.tensor([1.0, 100.0, -3.0], dtype=torch.float64)
+    got = torch.tensor([1.0 + 1.9e-3, 100.0 + 0.1, -3.0], dtype=torch.float32)
+    ok = compare_values(got, expected, "y", mode="allclose", atol=1e-3, rtol=1e-3)
+    assert ok.ok and ok.max_abs_err == pytest.approx(0.1, rel=1e-3)
+    bad = compare_values(got, expected, "y", mode="allclose", atol=1e-4, rtol=1e-4)
+    assert not bad.ok and bad.mismatched == 2 and [m["index"] for m in bad.mismatches] == [[0], [1]]
+    assert "2 of 3 elements" in bad.message
+
+
+@pytest.mark.parametrize("poison", [float("nan"), float("inf"), -float("inf")])
+def test_nan_and_inf_never_pass_against_finite_truth(poison):
+    expected = torch.zeros(4, dtype=torch.float64)
+    got = torch.zeros(4)
+    got[2] = poison
+    result = compare_values(got, expected, "y", mode="allclose", atol=1e30, rtol=1e30)
+    assert not result.ok and result.mismatched == 1 and result.mismatches[0]["index"] == [2]
+
+
+def test_nan_message_points_at_unwritten_elements():
+    result = compare_values(torch.full((3,), float("nan")), torch.zeros(3, dtype=torch.float64), "y",
+                            mode="allclose", atol=1, rtol=1)
+    assert "never wrote" in result.message
+
+
+def test_infinite_truth_must_be_matched_exactly():
+    expected = torch.tensor([float("-inf"), 1.0], dtype=torch.float64)
+    assert compare_values(torch.tensor([float("-inf"), 1.0]), expected, "y", mode="allclose").ok
+    assert not compare_values(torch.tensor([-1e30, 1.0]), expected, "y", mode="allclose", atol=1e31).ok
+
+
+def test_exact_mode_for_integers():
+    expected = torch.tensor([1, 2, 3])
+    assert compare_values(torch.tensor([1, 2, 3], dtype=torch.int8), expected, "q", mode="exact").ok
+    result = compare_values(torch.tensor([1, 2, 4], dtype=torch.int8), expected, "q", mode="exact")
+    assert not result.ok and result.mismatches[0] == {"index": [2], "got": 4.0, "expected": 3.0}
+
+
+def test_ulp_mode_counts_units_in_the_last_place():
+    truth = torch.tensor([1.0, 3.0, -2.5, 0.0], dtype=torch.float64)
+    rounded = truth.to(torch.bfloat16)
+    one_up = (rounded.view(torch.int16) + 1).view(torch.bfloat16)
+    assert compare_values(one_up, truth, "y", mode="ulp", ulp=1).ok
+    assert not compare_values(one_up, truth, "y", mode="ulp", ulp=0).ok
+    # +0 and -0 are zero ULPs apart.
+    assert compare_values(torch.tensor([-0.0], dtype=torch.bfloat16), torch.zeros(1, dtype=torch.float64),
+                          "y", mode="ulp", ulp=0).ok
+
+
+def test_ulp_mode_for_fp8():
+    truth = torch.tensor([1.0, 10.0, -100.0], dtype=torch.float64)
+    q = truth.to(torch.float8_e4m3fn)
+    assert compare_values(q, truth, "q", mode="ulp", ulp=0).ok
+    two_up = (q.view(torch.int8) + 2).view(torch.float8_e4m3fn)
+    result = compare_values(two_up, truth, "q", mode="ulp", ulp=1)
+    assert not result.ok and result.mismatched == 3
+
+
+def test_structural_checks():
+    t = torch.zeros(2, 3)
+    assert check_tensor_type(t, "y", t.device, torch.float32, (2, 3)) is None
+    assert "dtype float16" in check_tensor_type(t.half(), "y", t.device, torch.float32, (2, 3))
+    assert "shape (3, 2)" in check_tensor_type(t.t(), "y", t.device, torch.float32, (2, 3))
+    assert "subclass" in check_tensor_type(torch.nn.Parameter(t), "y", t.device, torch.float32, (2, 3))
+    assert "expected a torch.Tensor" in check_tensor_type(None, "y", t.device, torch.float32, (2, 3))
+
+
+def test_same_values_treats_nan_as_equal_but_catches_changes():
+    a = torch.tensor([1.0, float("nan")])
+    assert same_values(a, a.clone())
+    b = a.clone()
+    b[0] = 2
+    assert not same_values(a, b)

@@ -1,0 +1,63 @@
+"""Wrong softmax: four rows per program, but the grid is n_rows // 4 instead of cdiv(n_rows, 4).
+
+When M is not a multiple of 4 the last rows are never computed (they stay zero; with
+torch.empty they would hold whatever the memory held). With M = 1 nothing is computed at all.
+"""
+# expect-fail: one_row
+# expect-fail: odd_tail
+# expect-fail: pow2_minus_1
+
+import torch
+import triton
+import triton.language as tl
+
+MAX_BLOCK = 16384
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, x_row_stride, out_row_stride, BLOCK_N: tl.constexpr,
+                   ROWS_PER_PROGRAM: tl.constexpr):
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    for r in range(ROWS_PER_PROGRAM):
+        row = (tl.program_id(0) * ROWS_PER_PROGRAM + r).to(tl.int64)
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        num = tl.exp(x - tl.max(x, axis=0))
+        y = num / tl.sum(num, axis=0)
+        tl.store(out_ptr + row * out_row_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_looped_kernel(out_ptr, x_ptr, n_cols, x_row_stride, out_row_stride,
+                          BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)
+    m = -float("inf")
+    l = 0.0
+    for start in range(0, n_cols, BLOCK_N):
+        offs = start + cols
+        x = tl.load(x_ptr + row * x_row_stride + offs, mask=offs < n_cols,
+                    other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    for start in range(0, n_cols, BLOCK_N):
+        offs = start + cols
+        mask = offs < n_cols
+        x = tl.load(x_ptr + row * x_row_stride + offs, mask=mask, other=-float("inf")).to(tl.float32)
+        y = tl.exp(x - m) / l
+        tl.store(out_ptr + row * out_row_stride + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    n_rows, n_cols = x.shape
+    out = torch.zeros((n_rows, n_cols), dtype=x.dtype, device=x.device)
+    block_n = triton.next_power_of_2(n_cols)
+    if block_n <= MAX_BLOCK:
+        grid = (n_rows // 4,)  # BUG: floor division drops the last n_rows % 4 rows
+        softmax_kernel[grid](out, x, n_cols, x.stride(0), out.stride(0),
+                             BLOCK_N=block_n, ROWS_PER_PROGRAM=4, num_warps=8)
+    else:
+        softmax_looped_kernel[(n_rows,)](out, x, n_cols, x.stride(0), out.stride(0),
+                                         BLOCK_N=4096, num_warps=8)
+    return out
