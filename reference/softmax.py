@@ -22,7 +22,8 @@ import triton
 import triton.language as tl
 
 # Largest row (rounded up to a power of two) held whole in registers. At 32768 elements a
-# program of 32 warps keeps 32 float32 values per thread: still no register spills.
+# program of 16 warps keeps 64 float32 values per thread: still no register spills, and on an
+# H100 faster than streaming the row twice with the online kernel.
 MAX_FUSED_BLOCK = 32768
 # Target number of elements per program for short rows: several rows share one program so
 # each program still moves enough bytes to hide memory latency.
@@ -115,9 +116,9 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     if block_n <= MAX_FUSED_BLOCK:
         # Whole rows in registers. Short rows are batched so a program holds ~TILE_ELEMENTS.
         block_m = min(max(1, TILE_ELEMENTS // block_n), triton.next_power_of_2(n_rows))
-        # Scale warps with the tile so each thread holds a modest number of values:
-        # about 16 per thread, between 4 and 32 warps.
-        num_warps = min(32, max(4, block_m * block_n // 512))
+        # Scale warps with the tile: about 16 values per thread, between 4 and 16 warps (more
+        # warps only add synchronisation to the cross-warp reductions).
+        num_warps = min(16, max(4, block_m * block_n // 512))
         grid = (triton.cdiv(n_rows, block_m),)
         softmax_rows_kernel[grid](
             out, x, n_rows, n_cols, x.stride(0), out.stride(0),
