@@ -58,7 +58,9 @@ def test_wheel_installs_into_a_fresh_venv_and_grades(tmp_path):
     (purelib / "outer_env.pth").write_text("\n".join(sorted(outer)) + "\n")
     # ensurepip's own (older) setuptools would shadow the one torch requires.
     run(python, "-m", "pip", "uninstall", "-y", "-q", "setuptools", cwd=tmp_path)
-    run(python, "-m", "pip", "install", "-q", "--no-index", wheel, cwd=tmp_path)
+    # --ignore-installed: the outer environment may hold triton-kata too; the wheel must win.
+    run(python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--ignore-installed", wheel,
+        cwd=tmp_path)
 
     where = run(python, "-c", "import grader.paths as p; print(p.data_root())", cwd=tmp_path).stdout.strip()
     assert Path(where).resolve().is_relative_to(venv.resolve()), where
