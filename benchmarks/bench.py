@@ -84,12 +84,21 @@ def bench_kata(kata, ceilings: dict) -> list[dict]:
     return rows
 
 
+def _allow_recompiles() -> None:
+    # One compiled graph per (case, dtype): lift dynamo's recompile cap, or later shapes would
+    # silently fall back to eager and be reported as "compile".
+    for name in ("cache_size_limit", "recompile_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 256)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("katas", nargs="*")
     parser.add_argument("--out", type=Path, default=Path("bench.json"))
     args = parser.parse_args()
     katas = [get_kata(k) for k in args.katas] if args.katas else all_katas()
+    _allow_recompiles()
     ceilings = measure_ceilings()
     print(f"{ceilings['device']}: copy {ceilings['copy_gbps']:.0f} GB/s, "
           f"bf16 matmul {ceilings['matmul_tflops']:.0f} TFLOP/s", flush=True)

@@ -106,13 +106,15 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
 @click.option("--gpu", is_flag=True, help="Run on the GPU: correctness and speed (the default when CUDA is available).")
 @click.option("--timeout", type=click.FloatRange(min=1), help="Time limit in seconds for the whole grade.")
 @click.option("--seed", type=int, help="Fix the input seed (to reproduce a failure); default: a fresh secret one.")
-def grade(path, as_json, report, interpret, gpu, timeout, seed):
+@click.option("--kata", "kata_name", shell_complete=_complete_kata,
+              help="Grade PATH against this kata, wherever the file is (default: the workspace's kata).")
+def grade(path, as_json, report, interpret, gpu, timeout, seed, kata_name):
     """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
     from grader.report import ReportFormatError, report_format, to_json, write_report
     from grader.runner import grade as run_grade
     from grader.workspace import WorkspaceError, resolve
     try:
-        kata, solution = resolve(path)
+        kata, solution = resolve(path, kata_name)
         if report:
             report_format(report)
     except (WorkspaceError, ReportFormatError, UnknownKataError) as exc:

@@ -52,8 +52,11 @@ def scaffold(kata: Kata, parent: Path, force: bool = False) -> Scaffold:
     return Scaffold(directory, solution, readme, backup)
 
 
-def resolve(path: Path) -> tuple[Kata, Path]:
-    """(kata, solution file) for a solution file or a workspace folder."""
+def resolve(path: Path, kata_name: str | None = None) -> tuple[Kata, Path]:
+    """(kata, solution file) for a solution file or a workspace folder.
+
+    kata_name, when given, names the kata instead of the workspace's marker.
+    """
     path = Path(path)
     if not path.exists():
         hint = ""
@@ -63,14 +66,15 @@ def resolve(path: Path) -> tuple[Kata, Path]:
     if path.is_dir():
         workspace, solution = path, path / SOLUTION
         if not solution.is_file():
-            _kata_of(workspace)  # a folder that is no workspace at all says so first
+            if not kata_name:
+                _kata_of(workspace)  # a folder that is no workspace at all says so first
             raise WorkspaceError(f"No {SOLUTION} in {workspace}. Scaffold one with "
                                  f"`kata new KATA`, or give the solution file's path.")
     else:
         workspace, solution = path.parent, path
         if path.suffix != ".py":
             raise WorkspaceError(f"{path} is not a Python file: give a solution .py file or a kata workspace folder.")
-    return _kata_of(workspace), solution
+    return (get_kata(kata_name) if kata_name else _kata_of(workspace)), solution
 
 
 def _kata_of(workspace: Path) -> Kata:

@@ -176,3 +176,12 @@ def test_selftest_fails_when_a_reference_is_broken(tmp_path, monkeypatch):
     catalog._load.cache_clear()
     result = CliRunner().invoke(main, ["selftest", "broken_add", "--interpret"])
     assert result.exit_code == 1 and "BROKEN" in result.output
+
+
+def test_grade_any_file_against_a_named_kata():
+    from conftest import WRONG
+    result = CliRunner().invoke(main, ["grade", str(WRONG / "vector_add_bad_mask.py"), "--kata", "vector_add",
+                                       "--interpret"])
+    assert result.exit_code == 1 and "FAIL" in result.output
+    result = CliRunner().invoke(main, ["grade", str(WRONG / "vector_add_bad_mask.py"), "--kata", "vector_ad"])
+    assert result.exit_code == 2 and "Did you mean 'vector_add'" in result.output
