@@ -52,8 +52,11 @@ def main():
 @main.command("list")
 def list_katas():
     """Show the katas: name, difficulty, topics and time budget."""
-    rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min")
-            for k in all_katas()]
+    try:
+        katas = all_katas()
+    except KataFormatError as exc:
+        _usage_error(f"A kata is broken: {exc}")
+    rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min") for k in katas]
     click.echo(tabulate(rows, headers=["kata", "title", "difficulty", "topics", "time"]))
 
 
@@ -117,7 +120,7 @@ def grade(path, as_json, report, interpret, gpu, timeout, seed, kata_name):
         kata, solution = resolve(path, kata_name)
         if report:
             report_format(report)
-    except (WorkspaceError, ReportFormatError, UnknownKataError) as exc:
+    except (WorkspaceError, ReportFormatError, UnknownKataError, KataFormatError) as exc:
         _usage_error(str(exc))
     mode = _resolve_mode(interpret, gpu)
     result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout)

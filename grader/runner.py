@@ -131,13 +131,16 @@ def _read_events(path: Path) -> tuple[list[dict], int]:
 
 
 def _read_output(path: Path) -> str:
+    """The tail of what the submission printed (it may have printed gigabytes)."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - OUTPUT_LIMIT))
+            text = f.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
-    text = data.decode("utf-8", errors="replace")
-    if len(text) > OUTPUT_LIMIT:
-        text = f"... ({len(text) - OUTPUT_LIMIT} characters trimmed)\n" + text[-OUTPUT_LIMIT:]
+    if size > OUTPUT_LIMIT:
+        text = f"... ({size - OUTPUT_LIMIT} bytes trimmed)\n" + text
     return text
 
 
@@ -158,7 +161,10 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     if env.get("ceilings_measured") and env.get("ceilings"):
         ceilings_cache.save(ceilings_cache.cache_key(env["device"], env["versions"]), env["ceilings"])
     load_error = next((e for e in run.events if e["type"] == "load_error"), None)
-    fatal = next((e for e in run.events if e["type"] == "fatal"), None)
+    fatal = next((e for e in run.events if e["type"] in ("fatal", "internal_error")), None)
+    if fatal and fatal["type"] == "internal_error":
+        fatal = {"message": "Internal grader error (not your fault; please report it):\n" + fatal["message"]}
+    timing_errors = {e["key"]: e["message"] for e in run.events if e["type"] == "timing_error"}
     done = any(e["type"] == "done" for e in run.events)
     case_events = {e["key"]: e["result"] for e in run.events if e["type"] == "case"}
     timings = {e["key"]: e["timing"] for e in run.events if e["type"] == "timing"}
@@ -195,6 +201,8 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         cases = []
         for planned in (p for p in plan if p.task == task.name):
             case = _case_result(planned, case_events.get(planned.key), timings.get(planned.key))
+            if planned.key in timing_errors:
+                case.status, case.message = ERROR, timing_errors[planned.key]
             if in_progress and in_progress["key"] == planned.key and case.status == NOT_RUN:
                 case.status, case.message = ERROR, message
             cases.append(case)

@@ -358,7 +358,15 @@ def main(request_path: str) -> int:
             for planned in plan:
                 if planned["bench"] and planned["task"] not in failed_tasks:
                     reporter.emit({"type": "start", "key": planned["key"], "phase": "timing"})
-                    timing = runners[planned["task"]].time_case(planned, ceilings)
+                    try:
+                        timing = runners[planned["task"]].time_case(planned, ceilings)
+                    except Exception as exc:  # noqa: BLE001 - the submission failed while timed
+                        text = user_traceback(exc, submission)
+                        if any(m in str(exc) for m in FATAL_CUDA_MARKERS):
+                            raise FatalCudaError(text) from None
+                        reporter.emit({"type": "timing_error", "key": planned["key"],
+                                       "message": f"failed while being timed:\n{text}"})
+                        continue
                     reporter.emit({"type": "timing", "key": planned["key"], "timing": timing})
     except FatalCudaError as exc:
         reporter.emit({"type": "fatal", "message": f"CUDA fault (the GPU context is lost, so the "
@@ -376,7 +384,12 @@ def _import_path(name: str, path: Path):
 
 
 if __name__ == "__main__":
-    code = main(sys.argv[1])
+    try:
+        code = main(sys.argv[1])
+    except Exception:  # noqa: BLE001 - a fault of the grader or the kata, not of the submission
+        Reporter(json.loads(Path(sys.argv[1]).read_text())["results"]).emit(
+            {"type": "internal_error", "message": traceback.format_exc()})
+        code = 0
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter teardown: a submission's atexit hooks or threads must not change the verdict.

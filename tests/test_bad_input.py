@@ -229,3 +229,53 @@ def test_forbidden_op_swallowed_is_still_caught(tmp_path):
                    "        pass\n    out = torch.empty_like(x)\n    launch(x, y, out)\n    return out\n")
     data = grade_json(ws)
     assert "forbidden op: torch.add" in data["message"]
+
+
+def test_flood_of_output_is_trimmed_not_lost(tmp_path):
+    ws = workspace(tmp_path, "\nimport sys\nsys.stdout.write('x' * 3_000_000 + '\\nLAST LINE\\n')\n"
+                   "\ndef vector_add(x, y):\n    return x.clone()\n")
+    data = grade_json(ws)
+    assert "bytes trimmed" in data["output"] and data["output"].rstrip().endswith("LAST LINE")
+    assert len(data["output"]) < 10_000
+
+
+def test_broken_kata_definition_is_reported_as_such(tmp_path, monkeypatch):
+    import shutil
+
+    from grader import catalog
+    from grader.catalog import get_kata
+    root = tmp_path / "extra"
+    shutil.copytree(get_kata("vector_add").directory, root / "katas" / "bad_kata")
+    (root / "katas" / "bad_kata" / "kata.yaml").write_text("name: bad_kata\ntitle: [unclosed\n")
+    monkeypatch.setenv("TRITON_KATA_PATH", str(root))
+    catalog._load.cache_clear()
+    try:
+        result = CliRunner().invoke(main, ["show", "bad_kata"])
+        assert result.exit_code == 2 and "not valid YAML" in result.output
+        result = CliRunner().invoke(main, ["list"])
+        assert result.exit_code == 2 and "bad_kata" in result.output
+    finally:
+        catalog._load.cache_clear()
+
+
+def test_fault_in_a_kata_spec_is_not_blamed_on_the_submission(tmp_path, monkeypatch):
+    import shutil
+
+    from grader import catalog
+    from grader.catalog import get_kata
+    root = tmp_path / "extra"
+    shutil.copytree(get_kata("vector_add").directory, root / "katas" / "spec_bug")
+    yaml_path = root / "katas" / "spec_bug" / "kata.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("name: vector_add\n", "name: spec_bug\n", 1))
+    spec = root / "katas" / "spec_bug" / "spec.py"
+    spec.write_text(spec.read_text().replace('n = case["n"]', 'n = case["no_such_field"]'))
+    monkeypatch.setenv("TRITON_KATA_PATH", str(root))
+    catalog._load.cache_clear()
+    try:
+        # Here the grader's own traceback is the useful part, so it is kept.
+        result = grade(get_kata("vector_add").reference_path, "--kata", "spec_bug")
+        data = json.loads(result.output)
+    finally:
+        catalog._load.cache_clear()
+    assert data["status"] == "error" and "Internal grader error" in data["message"]
+    assert "no_such_field" in data["message"]
