@@ -190,7 +190,7 @@ class CaseRunner:
             truth = (truth,)
         snapshot = _clone(inputs)
         input_ptrs = _storage_ptrs(inputs)
-        self.input_device = first.device if first is not None else torch.device(self.device)
+        device = first.device if first is not None else torch.device(self.device)
         seen: list[str] = []
         try:
             with submission_guards(self.python_forbidden, self.aten_forbidden, seen):
@@ -213,44 +213,53 @@ class CaseRunner:
             result.update(message=f"called a forbidden op: {seen[0]} is forbidden in this kata")
             return result
 
-        # Returned values, then in-place arguments, in the order the task declares them.
+        got_all = self._collect_outputs(returned, inputs)
+        if isinstance(got_all, str):
+            result["message"] = got_all
+            return result
+        worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
+        for output, got, expected in zip(self.task.outputs, got_all, truth):
+            if not output.inplace and isinstance(got, torch.Tensor) and got.numel():
+                shared = input_ptrs.get(got.untyped_storage().data_ptr())
+                if shared is not None:
+                    result["message"] = (f"output '{output.name}' shares memory with input "
+                                         f"'{shared}': return a new tensor")
+                    return result
+            message = self._compare(output, got, expected, inputs, device, worst, result)
+            if message:
+                result["message"] = message
+                return result
+        message = self._changed_input(snapshot, inputs)
+        if message:
+            result["message"] = message
+            return result
+        result.update(status="pass", **worst)
+        return result
+
+    def _collect_outputs(self, returned, inputs) -> tuple | str:
+        """Returned values, then in-place arguments, in declaration order; or what is wrong."""
         returns = self.task.returns
         if len(returns) == 0:
             got_returned = ()
         elif len(returns) == 1:
             got_returned = (returned,)
+        elif not isinstance(returned, (tuple, list)) or len(returned) != len(returns):
+            return (f"{self.task.name} must return {len(returns)} values "
+                    f"({', '.join(o.name for o in returns)}), got {_describe(returned)}")
         else:
-            if not isinstance(returned, (tuple, list)) or len(returned) != len(returns):
-                result["message"] = (f"{self.task.name} must return {len(returns)} values "
-                                     f"({', '.join(o.name for o in returns)}), got {_describe(returned)}")
-                return result
             got_returned = tuple(returned)
-        got_all = got_returned + tuple(inputs[name] for name in self.task.inplace)
+        return got_returned + tuple(inputs[name] for name in self.task.inplace)
 
-        worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
-        for output, got, expected in zip(self.task.outputs, got_all, truth):
-            if not output.inplace and isinstance(got, torch.Tensor):
-                shared = input_ptrs.get(got.untyped_storage().data_ptr()) if got.numel() else None
-                if shared is not None:
-                    result["message"] = (f"output '{output.name}' shares memory with input "
-                                         f"'{shared}': return a new tensor")
-                    return result
-            message = self._compare(output, got, expected, inputs, worst, result)
-            if message:
-                result["message"] = message
-                return result
-
+    def _changed_input(self, snapshot, inputs) -> str | None:
         for name in self.task.args:
             if name in self.task.inplace:
                 continue
             for (label, before), (_, after) in zip(_flatten(snapshot[name], name), _flatten(inputs[name], name)):
                 if isinstance(before, torch.Tensor) and not same_values(before, after):
-                    result["message"] = f"input '{label}' was modified; only the outputs may be written"
-                    return result
-        result.update(status="pass", **worst)
-        return result
+                    return f"input '{label}' was modified; only the outputs may be written"
+        return None
 
-    def _compare(self, output, got, expected, inputs, worst, result) -> str:
+    def _compare(self, output, got, expected, inputs, device, worst, result) -> str:
         exp_leaves = list(_flatten(expected, output.name))
         if isinstance(expected, (list, tuple)):  # a list of tensors (multi-tensor katas)
             if not isinstance(got, (list, tuple)):
@@ -263,7 +272,7 @@ class CaseRunner:
         dtype = self.expected_dtype(output, inputs)
         tol = self.task.tolerance(str(dtype).removeprefix("torch."))
         for (label, g), (_, e) in zip(got_leaves, exp_leaves):
-            problem = check_tensor_type(g, f"'{label}'", self.input_device, dtype, tuple(e.shape))
+            problem = check_tensor_type(g, f"'{label}'", device, dtype, tuple(e.shape))
             if problem:
                 return problem
             cmp = compare_values(g, e, f"'{label}'", mode=output.compare, atol=tol.atol,

@@ -46,3 +46,29 @@ def write(tmp_path: Path, source: str, name: str = "solution.py") -> Path:
     path = tmp_path / name
     path.write_text(source)
     return path
+
+
+@pytest.fixture()
+def private_kata(tmp_path, monkeypatch):
+    """make(name, reference=None): a copy of vector_add named `name` in an extra kata root
+    (TRITON_KATA_PATH), for tests that need a broken kata; returns the kata's folder."""
+    import shutil
+
+    from grader import catalog
+
+    root = tmp_path / "private"
+    monkeypatch.setenv("TRITON_KATA_PATH", str(root))
+    catalog._load.cache_clear()
+    source = get_kata("vector_add")
+
+    def make(name: str, reference: Path | None = None) -> Path:
+        folder = root / "katas" / name
+        shutil.copytree(source.directory, folder)
+        yaml_path = folder / "kata.yaml"
+        yaml_path.write_text(yaml_path.read_text().replace("name: vector_add\n", f"name: {name}\n", 1))
+        (root / "reference").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(reference or source.reference_path, root / "reference" / f"{name}.py")
+        return folder
+
+    yield make
+    catalog._load.cache_clear()

@@ -91,18 +91,44 @@ def test_syntax_error_names_file_and_line(tmp_path):
     assert "def vector_add(x, y)" in data["message"]
 
 
-def test_missing_entry_function(tmp_path):
-    ws = workspace(tmp_path, "\ndef vectoradd(x, y):\n    return x\n")
-    data = grade_json(ws)
-    assert data["status"] == "error"
-    assert "has no function 'vector_add'" in data["message"] and "vectoradd" in data["message"]
+# (submission body appended to a working kernel, the status, what the message must say)
+MESSAGE_CASES = {
+    "missing_entry": ("\ndef vectoradd(x, y):\n    return x\n", "error",
+                      ["has no function 'vector_add'", "It defines: launch, vectoradd"]),
+    "wrong_signature": ("\ndef vector_add(x):\n    return x\n", "error",
+                        ["wrong signature", "vector_add(x: torch.Tensor, y: torch.Tensor)"]),
+    "exception_at_import": ("\nimport no_such_module_here\n", "error",
+                            ["No module named 'no_such_module_here'"]),
+    "killed_by_signal": ("\nimport ctypes\n\ndef vector_add(x, y):\n    ctypes.string_at(0)\n", "error",
+                         ["killed by SIGSEGV (segmentation fault)", "vector_add/small/float32"]),
+    "wrong_shape": ("\ndef vector_add(x, y):\n    return torch.empty(x.numel() + 1, dtype=x.dtype)\n", "fail",
+                    ["has shape", "expected"]),
+    "wrong_dtype": ("\ndef vector_add(x, y):\n    out = torch.empty_like(x, dtype=torch.float64)\n"
+                    "    launch(x, y, out)\n    return out\n", "fail", ["has dtype float64, expected float32"]),
+    "tensor_subclass": ("\nclass Lazy(torch.Tensor):\n    pass\n\n\ndef vector_add(x, y):\n"
+                        "    out = torch.empty_like(x)\n    launch(x, y, out)\n    return out.as_subclass(Lazy)\n",
+                        "fail", ["a Lazy, a torch.Tensor subclass"]),
+    "not_a_tensor": ("\ndef vector_add(x, y):\n    return [1.0, 2.0]\n", "fail",
+                     ["is a list, expected a torch.Tensor"]),
+    "wrong_device": ("\ndef vector_add(x, y):\n    return torch.empty(x.shape, dtype=x.dtype, device='meta')\n",
+                     "fail", ["is on meta, expected cpu"]),
+    "input_mutation": ("\ndef vector_add(x, y):\n    out = torch.empty_like(x)\n    launch(x, y, out)\n"
+                       "    y.zero_()\n    return out\n", "fail", ["input 'y' was modified"]),
+    "forbidden_through_lambda": ("\nadd = lambda a, b: a + b\n\ndef vector_add(x, y):\n    return add(x, y)\n",
+                                 "fail", ["forbidden op: torch.Tensor.add"]),
+    "forbidden_swallowed": ("\ndef vector_add(x, y):\n    try:\n        torch.add(x, y)\n    except Exception:\n"
+                            "        pass\n    out = torch.empty_like(x)\n    launch(x, y, out)\n    return out\n",
+                            "fail", ["forbidden op: torch.add"]),
+}
 
 
-def test_wrong_signature(tmp_path):
-    ws = workspace(tmp_path, "\ndef vector_add(x):\n    return x\n")
-    data = grade_json(ws)
-    assert data["status"] == "error" and "wrong signature" in data["message"]
-    assert "vector_add(x: torch.Tensor, y: torch.Tensor)" in data["message"]
+@pytest.mark.parametrize("case", sorted(MESSAGE_CASES))
+def test_bad_submission_gets_a_clear_message(tmp_path, case):
+    body, status, fragments = MESSAGE_CASES[case]
+    data = grade_json(workspace(tmp_path, body))
+    assert data["status"] == status and data["score"] == 0
+    for fragment in fragments:
+        assert fragment in data["message"]
 
 
 def test_exception_traceback_is_trimmed_to_user_code(tmp_path):
@@ -113,23 +139,11 @@ def test_exception_traceback_is_trimmed_to_user_code(tmp_path):
     assert "grader" not in msg and "site-packages" not in msg
 
 
-def test_exception_at_import(tmp_path):
-    ws = workspace(tmp_path, "\nimport no_such_module_here\n")
-    data = grade_json(ws)
-    assert data["status"] == "error" and "No module named 'no_such_module_here'" in data["message"]
-
-
 def test_time_limit_exceeded(tmp_path):
     ws = workspace(tmp_path, "\ndef vector_add(x, y):\n    while True:\n        pass\n")
     data = grade_json(ws, "--timeout", "10")
     assert data["status"] == "error"
     assert "Time limit exceeded" in data["message"] and "vector_add/small/float32" in data["message"]
-
-
-def test_killed_by_signal(tmp_path):
-    ws = workspace(tmp_path, "\nimport ctypes\n\ndef vector_add(x, y):\n    ctypes.string_at(0)\n")
-    data = grade_json(ws)
-    assert data["status"] == "error" and "SIGSEGV" in data["message"]
 
 
 def test_os_exit_is_not_a_pass(tmp_path):
@@ -156,39 +170,6 @@ def test_junk_on_stdout_cannot_forge_a_result(tmp_path):
     assert '"score": 100' in data["output"] and "debug" in data["output"]
 
 
-def test_wrong_output_shape(tmp_path):
-    ws = workspace(tmp_path, "\ndef vector_add(x, y):\n    out = torch.empty(x.numel() + 1, dtype=x.dtype)\n"
-                   "    return out\n")
-    data = grade_json(ws)
-    assert "has shape" in data["message"] and "expected" in data["message"]
-
-
-def test_wrong_output_dtype(tmp_path):
-    ws = workspace(tmp_path, "\ndef vector_add(x, y):\n    out = torch.empty_like(x, dtype=torch.float64)\n"
-                   "    launch(x, y, out)\n    return out\n")
-    data = grade_json(ws)
-    assert "has dtype float64, expected float32" in data["message"]
-
-
-def test_tensor_subclass_rejected(tmp_path):
-    ws = workspace(tmp_path, "\nclass Lazy(torch.Tensor):\n    pass\n\n\ndef vector_add(x, y):\n"
-                   "    out = torch.empty_like(x)\n    launch(x, y, out)\n    return out.as_subclass(Lazy)\n")
-    data = grade_json(ws)
-    assert "torch.Tensor subclass" in data["message"]
-
-
-def test_not_a_tensor(tmp_path):
-    ws = workspace(tmp_path, "\ndef vector_add(x, y):\n    return [1.0, 2.0]\n")
-    data = grade_json(ws)
-    assert "is a list, expected a torch.Tensor" in data["message"]
-
-
-def test_wrong_device(tmp_path):
-    ws = workspace(tmp_path, "\ndef vector_add(x, y):\n    return torch.empty(x.shape, dtype=x.dtype, device='meta')\n")
-    data = grade_json(ws)
-    assert "is on meta" in data["message"]
-
-
 def test_unwritten_output_elements_fail(tmp_path):
     # Writes every element but the last: the poisoned (NaN) remainder must be caught.
     ws = workspace(tmp_path, "\ndef vector_add(x, y):\n    out = torch.empty_like(x)\n"
@@ -211,26 +192,6 @@ def test_mismatch_lists_indices_got_and_expected(tmp_path):
     assert first["index"] == [0] and first["got"] == 0.0 and isinstance(first["expected"], float)
 
 
-def test_input_mutation_fails(tmp_path):
-    ws = workspace(tmp_path, "\ndef vector_add(x, y):\n    out = torch.empty_like(x)\n    launch(x, y, out)\n"
-                   "    y.zero_()\n    return out\n")
-    data = grade_json(ws)
-    assert "input 'y' was modified" in data["message"]
-
-
-def test_forbidden_op_through_a_lambda(tmp_path):
-    ws = workspace(tmp_path, "\nadd = lambda a, b: a + b\n\ndef vector_add(x, y):\n    return add(x, y)\n")
-    data = grade_json(ws)
-    assert "forbidden" in data["message"]
-
-
-def test_forbidden_op_swallowed_is_still_caught(tmp_path):
-    ws = workspace(tmp_path, "\ndef vector_add(x, y):\n    try:\n        torch.add(x, y)\n    except Exception:\n"
-                   "        pass\n    out = torch.empty_like(x)\n    launch(x, y, out)\n    return out\n")
-    data = grade_json(ws)
-    assert "forbidden op: torch.add" in data["message"]
-
-
 def test_flood_of_output_is_trimmed_not_lost(tmp_path):
     ws = workspace(tmp_path, "\nimport sys\nsys.stdout.write('x' * 3_000_000 + '\\nLAST LINE\\n')\n"
                    "\ndef vector_add(x, y):\n    return x.clone()\n")
@@ -239,43 +200,20 @@ def test_flood_of_output_is_trimmed_not_lost(tmp_path):
     assert len(data["output"]) < 10_000
 
 
-def test_broken_kata_definition_is_reported_as_such(tmp_path, monkeypatch):
-    import shutil
-
-    from grader import catalog
-    from grader.catalog import get_kata
-    root = tmp_path / "extra"
-    shutil.copytree(get_kata("vector_add").directory, root / "katas" / "bad_kata")
-    (root / "katas" / "bad_kata" / "kata.yaml").write_text("name: bad_kata\ntitle: [unclosed\n")
-    monkeypatch.setenv("TRITON_KATA_PATH", str(root))
-    catalog._load.cache_clear()
-    try:
-        result = CliRunner().invoke(main, ["show", "bad_kata"])
-        assert result.exit_code == 2 and "not valid YAML" in result.output
-        result = CliRunner().invoke(main, ["list"])
-        assert result.exit_code == 2 and "bad_kata" in result.output
-    finally:
-        catalog._load.cache_clear()
+def test_broken_kata_definition_is_reported_as_such(private_kata):
+    folder = private_kata("bad_kata")
+    (folder / "kata.yaml").write_text("name: bad_kata\ntitle: [unclosed\n")
+    result = CliRunner().invoke(main, ["show", "bad_kata"])
+    assert result.exit_code == 2 and "not valid YAML" in result.output
+    result = CliRunner().invoke(main, ["list"])
+    assert result.exit_code == 2 and "bad_kata" in result.output
 
 
-def test_fault_in_a_kata_spec_is_not_blamed_on_the_submission(tmp_path, monkeypatch):
-    import shutil
-
-    from grader import catalog
-    from grader.catalog import get_kata
-    root = tmp_path / "extra"
-    shutil.copytree(get_kata("vector_add").directory, root / "katas" / "spec_bug")
-    yaml_path = root / "katas" / "spec_bug" / "kata.yaml"
-    yaml_path.write_text(yaml_path.read_text().replace("name: vector_add\n", "name: spec_bug\n", 1))
-    spec = root / "katas" / "spec_bug" / "spec.py"
+def test_fault_in_a_kata_spec_is_not_blamed_on_the_submission(private_kata):
+    spec = private_kata("spec_bug") / "spec.py"
     spec.write_text(spec.read_text().replace('n = case["n"]', 'n = case["no_such_field"]'))
-    monkeypatch.setenv("TRITON_KATA_PATH", str(root))
-    catalog._load.cache_clear()
-    try:
-        # Here the grader's own traceback is the useful part, so it is kept.
-        result = grade(get_kata("vector_add").reference_path, "--kata", "spec_bug")
-        data = json.loads(result.output)
-    finally:
-        catalog._load.cache_clear()
+    # Here the grader's own traceback is the useful part, so it is kept.
+    result = grade(spec.parent.parent.parent / "reference" / "spec_bug.py", "--kata", "spec_bug")
+    data = json.loads(result.output)
     assert data["status"] == "error" and "Internal grader error" in data["message"]
     assert "no_such_field" in data["message"]

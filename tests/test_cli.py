@@ -163,17 +163,9 @@ def test_selftest_passes_for_a_kata():
     assert "vector_add" in result.output and "ok" in result.output
 
 
-def test_selftest_fails_when_a_reference_is_broken(tmp_path, monkeypatch):
-    # A private kata root whose reference is a copy of the stub: selftest must say so and exit 1.
-    root = tmp_path / "extra"
-    shutil.copytree(get_kata("vector_add").directory, root / "katas" / "broken_add")
-    yaml_path = root / "katas" / "broken_add" / "kata.yaml"
-    yaml_path.write_text(yaml_path.read_text().replace("name: vector_add\n", "name: broken_add\n", 1))
-    (root / "reference").mkdir()
-    shutil.copyfile(get_kata("vector_add").stub_path, root / "reference" / "broken_add.py")
-    monkeypatch.setenv("TRITON_KATA_PATH", str(root))
-    from grader import catalog
-    catalog._load.cache_clear()
+def test_selftest_fails_when_a_reference_is_broken(private_kata):
+    # A kata whose "reference" is only the stub: selftest must say so and exit 1.
+    private_kata("broken_add", reference=get_kata("vector_add").stub_path)
     result = CliRunner().invoke(main, ["selftest", "broken_add", "--interpret"])
     assert result.exit_code == 1 and "BROKEN" in result.output
 

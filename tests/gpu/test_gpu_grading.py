@@ -1,0 +1,71 @@
+"""GPU-only grading behaviour (skipped without CUDA; run on an H100/H200, results in docs/PERFORMANCE.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.catalog import get_kata
+from grader.runner import grade
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, OFFSET: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs + OFFSET, x + y, mask=mask)
+
+
+def launch(x, y, out, offset=0):
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024, OFFSET=offset)
+'''
+
+
+def _grade(tmp_path: Path, body: str):
+    path = tmp_path / "solution.py"
+    path.write_text(KERNEL + body)
+    return grade(get_kata("vector_add"), path, "gpu")
+
+
+def test_reference_passes_with_speed_and_roofline():
+    result = grade(get_kata("vector_add"), get_kata("vector_add").reference_path, "gpu")
+    assert result.status == "pass", result.message
+    assert result.speed_measured and result.speedup > 0.9 and result.roofline > 0.8
+    assert result.environment["ceilings"]["copy_gbps"] > 500
+    assert all(c.time_ms and c.baseline_ms for c in result.cases if c.status == "pass" and c.speedup)
+
+
+def test_cuda_illegal_address_is_a_clear_error(tmp_path):
+    # Stores 2^40 elements past the output: an illegal address that kills the CUDA context.
+    body = "\ndef vector_add(x, y):\n    out = torch.empty_like(x)\n    launch(x, y, out, offset=1 << 40)\n    return out\n"
+    result = _grade(tmp_path, body)
+    assert result.status == "error" and result.score == 0
+    assert "CUDA fault" in result.message and "illegal" in result.message
+    assert any(c.status == "not_run" for c in result.cases)
+
+
+def test_correct_but_slow_fails_the_threshold(tmp_path):
+    body = ("\ndef vector_add(x, y):\n    out = torch.empty_like(x)\n"
+            "    for _ in range(4):\n        launch(x, y, out)\n    return out\n")
+    result = _grade(tmp_path, body)
+    assert result.correct and result.status == "fail"
+    assert result.speedup < 0.5 and "below the threshold" in result.message
+    assert 50 < result.score < 100
+
+
+def test_unwritten_elements_are_caught_on_cuda(tmp_path):
+    body = ("\ndef vector_add(x, y):\n    out = torch.empty_like(x)\n"
+            "    if x.numel() > 1:\n        launch(x[:-1], y[:-1], out[:-1])\n    return out\n")
+    result = _grade(tmp_path, body)
+    assert result.status == "fail" and "never wrote" in result.message
