@@ -177,3 +177,13 @@ def test_grade_any_file_against_a_named_kata():
     assert result.exit_code == 1 and "FAIL" in result.output
     result = CliRunner().invoke(main, ["grade", str(WRONG / "vector_add_bad_mask.py"), "--kata", "vector_ad"])
     assert result.exit_code == 2 and "Did you mean 'vector_add'" in result.output
+
+
+def test_html_report_escapes_what_the_submission_printed(tmp_path):
+    invoke("new", "vector_add", "--dir", str(tmp_path))
+    (tmp_path / "vector_add" / "solution.py").write_text(
+        'print("<script>alert(1)</script>")\n\ndef vector_add(x, y):\n    return x.clone()\n')
+    report = tmp_path / "r.html"
+    CliRunner().invoke(main, ["grade", str(tmp_path / "vector_add"), "--interpret", "--report", str(report)])
+    text = report.read_text()
+    assert "<script>" not in text and "&lt;script&gt;" in text
