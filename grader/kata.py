@@ -151,6 +151,7 @@ class Kata:
     tasks: tuple[Task, ...]
     directory: Path
     reference_path: Path
+    threshold: float = 1.0  # the default speedup threshold of its tasks
     roofline_target: float = 0.85
     time_limit_s: dict[str, float] = field(default_factory=lambda: {"interpret": 300.0, "gpu": 600.0})
 
@@ -161,10 +162,6 @@ class Kata:
     @property
     def stub_path(self) -> Path:
         return self.directory / "stub.py"
-
-    @property
-    def threshold(self) -> float:
-        return self.tasks[0].threshold
 
 
 def _require(mapping: dict, key: str, where: str) -> Any:
@@ -299,7 +296,7 @@ def parse_kata(raw: dict, directory: Path, reference_path: Path) -> Kata:
         name=name, title=_require(raw, "title", where), difficulty=difficulty,
         topics=tuple(raw.get("topics", ())), minutes=int(_require(raw, "minutes", where)),
         statement=_require(raw, "statement", where).strip(), hints=hints, tasks=tasks,
-        directory=directory, reference_path=reference_path,
+        directory=directory, reference_path=reference_path, threshold=float(defaults["threshold"]),
         roofline_target=float(raw.get("roofline_target", 0.85)), time_limit_s=limits,
     )
 

@@ -169,29 +169,12 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     case_events = {e["key"]: e["result"] for e in run.events if e["type"] == "case"}
     timings = {e["key"]: e["timing"] for e in run.events if e["type"] == "timing"}
     starts = [e for e in run.events if e["type"] == "start"]
-    in_progress = starts[-1] if starts and not done and not fatal and not load_error else None
+    # The case the worker was on when it stopped without finishing (crash, hang, CUDA fault).
+    in_progress = starts[-1] if starts and not done and not load_error else None
 
-    message = ""
-    if load_error:
-        message = load_error["message"]
-    elif fatal:
-        message = fatal["message"]
-    elif not done:
-        where = ""
-        if in_progress:
-            phase = " (timing it)" if in_progress.get("phase") == "timing" else ""
-            where = f" while running case {in_progress['key']}{phase}"
-        elif not env:
-            where = " before the grader could start"
-        if run.timed_out:
-            message = (f"Time limit exceeded: the submission ran for more than {timeout_s:g} s{where}. "
-                       "Look for an infinite loop in the launcher or a kernel loop that never ends "
-                       "(raise the limit with --timeout if it is just slow).")
-        elif run.returncode is not None and run.returncode < 0:
-            message = f"The grading process was killed by {_signal_name(run.returncode)}{where}."
-        else:
-            message = (f"The grading process exited with code {run.returncode}{where} before "
-                       "grading finished: does the submission call os._exit() or sys.exit()?")
+    message = (load_error or fatal or {}).get("message", "")
+    if not message and not done:
+        message = _stopped_early_message(run, in_progress, bool(env), timeout_s)
     if run.corrupt_lines:
         message = ("The grader's result channel held lines it did not write: the submission "
                    "tampered with it, so no result can be trusted. " + message).strip()
@@ -211,26 +194,10 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     for t in tasks:
         summarise_task(t)
 
-    speed_measured = mode == "gpu" and any(c.timed for c in (c for t in tasks for c in t.cases))
-    errored = bool(message)
-    breakdown = score(tasks, speed_measured, kata.roofline_target)
-    correct = not errored and all(t.correct for t in tasks)
-    if errored:
-        status = ERROR
-        breakdown.total = 0.0
-    elif not correct:
-        status = FAIL
-        failing = [c for t in tasks for c in t.cases if c.status in (FAIL, ERROR)]
-        message = f"{len(failing)} case(s) failed; first: {failing[0].task}/{failing[0].name} " \
-                  f"[{failing[0].dtype}]: {failing[0].message}" if failing else "no case ran"
-    elif mode == "gpu" and not meets_thresholds(tasks):
-        status = FAIL
-        slow = [t for t in tasks if t.speedup is None or t.speedup < t.threshold]
-        message = "; ".join(
-            f"{t.name}: speedup {t.speedup:.2f}x is below the threshold {t.threshold:g}x"
-            if t.speedup else f"{t.name}: not timed" for t in slow)
-    else:
-        status = PASS
+    speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)
+    correct = not message and all(t.correct for t in tasks)
+    status, message = _verdict(tasks, mode, correct, message)
+    breakdown = score(tasks, speed_measured, kata.roofline_target, correct)
 
     all_speedups = [c.speedup for t in tasks for c in t.cases if c.timed]
     return GradeResult(
@@ -245,6 +212,44 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         environment=dict(env.get("versions", {}), grader=__version__, ceilings=env.get("ceilings")),
         seed=seed, speed_measured=speed_measured,
     )
+
+
+def _stopped_early_message(run: WorkerRun, in_progress: dict | None, started: bool,
+                           timeout_s: float) -> str:
+    """Why the worker stopped before reporting 'done', and where it was."""
+    where = ""
+    if in_progress:
+        phase = " (timing it)" if in_progress.get("phase") == "timing" else ""
+        where = f" while running case {in_progress['key']}{phase}"
+    elif not started:
+        where = " before the grader could start"
+    if run.timed_out:
+        return (f"Time limit exceeded: the submission ran for more than {timeout_s:g} s{where}. "
+                "Look for an infinite loop in the launcher or a kernel loop that never ends "
+                "(raise the limit with --timeout if it is just slow).")
+    if run.returncode is not None and run.returncode < 0:
+        return f"The grading process was killed by {_signal_name(run.returncode)}{where}."
+    return (f"The grading process exited with code {run.returncode}{where} before grading "
+            "finished: does the submission call os._exit() or sys.exit()?")
+
+
+def _verdict(tasks: list[TaskResult], mode: str, correct: bool, message: str) -> tuple[str, str]:
+    """(status, the paragraph that explains it)."""
+    if message:
+        return ERROR, message
+    if not correct:
+        failing = [c for t in tasks for c in t.cases if c.status in (FAIL, ERROR, NOT_RUN)]
+        if not failing:
+            return FAIL, "no case could run in this mode"
+        first = failing[0]
+        return FAIL, (f"{len(failing)} case(s) failed; first: {first.task}/{first.name} "
+                      f"[{first.dtype}]: {first.message}")
+    if mode == "gpu" and not meets_thresholds(tasks):
+        slow = [t for t in tasks if t.speedup is None or t.speedup < t.threshold]
+        return FAIL, "; ".join(
+            f"{t.name}: speedup {t.speedup:.2f}x is below the threshold {t.threshold:g}x"
+            if t.speedup else f"{t.name}: not timed" for t in slow)
+    return PASS, ""
 
 
 def _case_result(planned: PlannedCase, raw: dict | None, timing: dict | None) -> CaseResult:

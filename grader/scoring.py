@@ -35,8 +35,9 @@ def summarise_task(task: TaskResult) -> None:
     task.roofline = geomean(c.roofline for c in task.cases if c.timed)
 
 
-def score(tasks: list[TaskResult], speed_measured: bool, roofline_target: float) -> ScoreBreakdown:
-    correct = bool(tasks) and all(t.correct for t in tasks)
+def score(tasks: list[TaskResult], speed_measured: bool, roofline_target: float,
+          correct: bool) -> ScoreBreakdown:
+    """The breakdown for a grade; `correct` is the gate (every case that ran passed)."""
     max_possible = CORRECTNESS_POINTS + (SPEED_POINTS + ROOFLINE_POINTS if speed_measured else 0.0)
     if not correct:
         return ScoreBreakdown(0.0, 0.0 if speed_measured else None,
