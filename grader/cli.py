@@ -14,6 +14,7 @@ from grader.catalog import UnknownKataError, all_katas, get_kata
 from grader.kata import KataFormatError
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+MAX_LISTED = 5  # failing cases listed in the terminal summary
 
 
 def _usage_error(message: str) -> None:
@@ -123,6 +124,8 @@ def grade(path, as_json, report, interpret, gpu, timeout, seed, kata_name):
     except (WorkspaceError, ReportFormatError, UnknownKataError, KataFormatError) as exc:
         _usage_error(str(exc))
     mode = _resolve_mode(interpret, gpu)
+    if not as_json:
+        click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
     result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout)
     if report:
         write_report(result, report)
@@ -164,6 +167,12 @@ def format_result(result) -> str:
     reasons = Counter(s["reason"] for s in result.skipped)
     for reason, count in reasons.items():
         lines.append(f"skipped {count} case(s): {reason}")
+    failing = [c for c in result.cases if c.status in ("fail", "error") and c.message]
+    if len(failing) > 1:
+        lines += ["", "failing cases:"]
+        lines += [f"  {c.name} [{c.dtype}]: {c.message.splitlines()[0][:150]}" for c in failing[:MAX_LISTED]]
+        if len(failing) > MAX_LISTED:
+            lines.append(f"  ... and {len(failing) - MAX_LISTED} more")
     if result.message:
         lines += ["", result.message]
     if result.output.strip():
