@@ -24,7 +24,7 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader.catalog import all_katas, get_kata  # noqa: E402
-from grader.timing import measure_ceilings, median_ms, rotating  # noqa: E402
+from grader.timing import floor_ms, measure_ceilings, median_ms, rotating  # noqa: E402
 from grader.worker import case_seed  # noqa: E402
 
 ROUNDS = 3
@@ -63,14 +63,13 @@ def bench_kata(kata, ceilings: dict) -> list[dict]:
                         times[name].append(median_ms(rotating(fn, input_sets)))
                 ms = {name: statistics.median(t) for name, t in times.items()}
                 nbytes, flops = task.cost(case, itemsize=torch.empty((), dtype=dtype).element_size())
-                floor_ms = max(nbytes / (ceilings["copy_gbps"] * 1e9) * 1e3,
-                               (flops or 0) / (ceilings["matmul_tflops"] * 1e12) * 1e3)
+                floor = floor_ms(nbytes, flops, ceilings)
                 row = {
                     "kata": kata.name, "task": task.name, "case": case.name, "dtype": dtype_name,
                     "shape": list(input_sets[0][0].shape), "bytes": nbytes, "flops": flops,
                     "ms": ms, "rounds_ms": times,
                     "gbps": {name: nbytes / (t * 1e-3) / 1e9 for name, t in ms.items()},
-                    "pct_copy_bw": {name: floor_ms / t for name, t in ms.items()},
+                    "pct_copy_bw": {name: floor / t for name, t in ms.items()},
                     "speedup_vs_eager": ms["eager"] / ms["reference"],
                     "speedup_vs_compile": ms["compile"] / ms["reference"],
                 }

@@ -31,23 +31,33 @@ def time_pair(submission, baseline, input_sets: list[tuple]) -> tuple[float, flo
     return statistics.median(sub_times), statistics.median(base_times)
 
 
+def floor_ms(nbytes: float | None, flops: float | None, ceilings: dict) -> float | None:
+    """The roofline time: the larger of bytes over copy bandwidth and FLOPs over matmul rate."""
+    floors = []
+    if nbytes:
+        floors.append(nbytes / (ceilings["copy_gbps"] * 1e9) * 1e3)
+    if flops:
+        floors.append(flops / (ceilings["matmul_tflops"] * 1e12) * 1e3)
+    return max(floors) if floors else None
+
+
+def _copy_gbps(n: int = 1 << 28) -> float:
+    # 1 GiB of float32: far larger than any L2. Bytes read + bytes written.
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    return 2 * n * 4 / (median_ms(lambda: dst.copy_(src)) * 1e-3) / 1e9
+
+
+def _matmul_tflops(m: int = 8192) -> float:
+    a = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+    return 2 * m**3 / (median_ms(lambda: a @ b) * 1e-3) / 1e12
+
+
 def measure_ceilings() -> dict:
     """Device-to-device copy bandwidth and dense bf16 matmul rate, measured here and now."""
     props = torch.cuda.get_device_properties(0)
-    n = 1 << 28  # 1 GiB of float32: far larger than any L2
-    src = torch.randn(n, device="cuda")
-    dst = torch.empty_like(src)
-    copy_ms = median_ms(lambda: dst.copy_(src))
-    del src, dst
-    m = 8192
-    a = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
-    mm_ms = median_ms(lambda: a @ b)
-    del a, b
-    torch.cuda.empty_cache()
-    return {
-        "device": props.name,
-        "copy_gbps": 2 * n * 4 / (copy_ms * 1e-3) / 1e9,  # bytes read + bytes written
-        "matmul_tflops": 2 * m**3 / (mm_ms * 1e-3) / 1e12,
-        "l2_bytes": getattr(props, "L2_cache_size", None),
-    }
+    ceilings = {"device": props.name, "copy_gbps": _copy_gbps(), "matmul_tflops": _matmul_tflops(),
+                "l2_bytes": getattr(props, "L2_cache_size", None)}
+    torch.cuda.empty_cache()  # the buffers above are freed on return; give the memory back
+    return ceilings

@@ -24,15 +24,21 @@ from grader.ceilings import cache_key
 from grader.compare import check_tensor_type, compare_values, same_values
 from grader.guards import resolve_forbidden, submission_guards
 from grader.kata import load_kata
-from grader.timing import measure_ceilings, time_pair
+from grader.timing import floor_ms, measure_ceilings, time_pair
 
 FATAL_CUDA_MARKERS = ("CUDA error", "illegal memory access", "illegal instruction",
                       "misaligned address", "unspecified launch failure", "device-side assert")
 
 
+def is_cuda_fault(exc: BaseException) -> bool:
+    """After these the CUDA context is lost: nothing more can run in this process."""
+    return any(marker in str(exc) for marker in FATAL_CUDA_MARKERS)
+
+
 class Reporter:
     def __init__(self, path: str):
-        # Opened before the submission is imported; the submission never learns its path.
+        # Opened before the submission is imported. Its path is in the request file, which the
+        # submission could read: the runner voids a grade whose events it did not write itself.
         self._file = open(path, "a", buffering=1)
 
     def emit(self, event: dict) -> None:
@@ -158,9 +164,9 @@ def _sync(device: str) -> None:
 class CaseRunner:
     """Runs one task's cases against the submission in this process."""
 
-    def __init__(self, kata, spec, task, fn, submission: Path, device: str, seed: int, reporter):
-        self.kata, self.spec, self.task, self.fn = kata, spec, task, fn
-        self.submission, self.device, self.seed, self.reporter = submission, device, seed, reporter
+    def __init__(self, spec, task, fn, submission: Path, device: str, seed: int):
+        self.spec, self.task, self.fn = spec, task, fn
+        self.submission, self.device, self.seed = submission, device, seed
         self.python_forbidden, self.aten_forbidden = resolve_forbidden(task.forbidden)
         self.cases = {c.name: c for c in task.cases}
 
@@ -201,15 +207,13 @@ class CaseRunner:
                           f"NotImplementedError({str(exc)!r})")
             return result
         except Exception as exc:  # noqa: BLE001 - the submission's exception is the verdict
-            if seen:
-                result.update(message=f"called a forbidden op: {seen[0]} is forbidden in this kata")
+            if not seen:  # a forbidden call is reported below, raised through or swallowed
+                text = user_traceback(exc, self.submission)
+                if is_cuda_fault(exc):
+                    raise FatalCudaError(text) from None
+                result.update(status="error", message=f"{self.task.name} raised an exception:\n{text}")
                 return result
-            text = user_traceback(exc, self.submission)
-            if any(m in str(exc) for m in FATAL_CUDA_MARKERS):
-                raise FatalCudaError(text) from None
-            result.update(status="error", message=f"{self.task.name} raised an exception:\n{text}")
-            return result
-        if seen:  # caught and swallowed by the submission: still a violation
+        if seen:
             result.update(message=f"called a forbidden op: {seen[0]} is forbidden in this kata")
             return result
 
@@ -301,15 +305,9 @@ class CaseRunner:
         case = self.cases[planned["case"]]
         first = next(v for _, v in _flatten(input_sets[0], "") if isinstance(v, torch.Tensor))
         nbytes, flops = self.task.cost(case, itemsize=first.element_size())
-        if ceilings:
-            floors = []
-            if nbytes:
-                floors.append(nbytes / (ceilings["copy_gbps"] * 1e9) * 1e3)
-            if flops:
-                floors.append(flops / (ceilings["matmul_tflops"] * 1e12) * 1e3)
-            if floors:
-                out["floor_ms"] = max(floors)
-                out["roofline"] = out["floor_ms"] / t_sub
+        floor = floor_ms(nbytes, flops, ceilings) if ceilings else None
+        if floor:
+            out["floor_ms"], out["roofline"] = floor, floor / t_sub
         del input_sets
         torch.cuda.empty_cache()
         return out
@@ -352,8 +350,8 @@ def main(request_path: str) -> int:
         return 0
 
     tasks = {t.name: t for t in kata.tasks}
-    runners = {name: CaseRunner(kata, spec_module, task, entries[name], submission, device,
-                                request["seed"], reporter) for name, task in tasks.items()}
+    runners = {name: CaseRunner(spec_module, task, entries[name], submission, device, request["seed"])
+               for name, task in tasks.items()}
     plan = [p for p in request["plan"] if not p["skip_reason"]]
     failed_tasks: set[str] = set()
     try:
@@ -371,7 +369,7 @@ def main(request_path: str) -> int:
                         timing = runners[planned["task"]].time_case(planned, ceilings)
                     except Exception as exc:  # noqa: BLE001 - the submission failed while timed
                         text = user_traceback(exc, submission)
-                        if any(m in str(exc) for m in FATAL_CUDA_MARKERS):
+                        if is_cuda_fault(exc):
                             raise FatalCudaError(text) from None
                         reporter.emit({"type": "timing_error", "key": planned["key"],
                                        "message": f"failed while being timed:\n{text}"})
