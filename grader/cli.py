@@ -109,10 +109,12 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
 @click.option("--interpret", is_flag=True, help="Run on the CPU under the Triton interpreter (correctness only).")
 @click.option("--gpu", is_flag=True, help="Run on the GPU: correctness and speed (the default when CUDA is available).")
 @click.option("--timeout", type=click.FloatRange(min=1), help="Time limit in seconds for the whole grade.")
+@click.option("--memory", "memory_gib", type=click.FloatRange(min=0.5),
+              help="CPU memory limit in GiB for the submission's process tree (default: half the machine, 4-32 GiB).")
 @click.option("--seed", type=int, help="Fix the input seed (to reproduce a failure); default: a fresh secret one.")
 @click.option("--kata", "kata_name", shell_complete=_complete_kata,
               help="Grade PATH against this kata, wherever the file is (default: the workspace's kata).")
-def grade(path, as_json, report, interpret, gpu, timeout, seed, kata_name):
+def grade(path, as_json, report, interpret, gpu, timeout, memory_gib, seed, kata_name):
     """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
     from grader.report import ReportFormatError, report_format, to_json, write_report
     from grader.runner import grade as run_grade
@@ -126,7 +128,9 @@ def grade(path, as_json, report, interpret, gpu, timeout, seed, kata_name):
     mode = _resolve_mode(interpret, gpu)
     if not as_json:
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
-    result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout)
+    protected = [report.resolve()] if report else []
+    result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout, memory_gib=memory_gib,
+                       protected=protected)
     if report:
         write_report(result, report)
     if as_json:
@@ -173,6 +177,10 @@ def format_result(result) -> str:
         lines += [f"  {c.name} [{c.dtype}]: {c.message.splitlines()[0][:150]}" for c in failing[:MAX_LISTED]]
         if len(failing) > MAX_LISTED:
             lines.append(f"  ... and {len(failing) - MAX_LISTED} more")
+    if result.cheats:
+        lines += ["", click.style(f"rejected as a cheat: {result.cheat}", fg="red", bold=True)]
+        lines += [f"  {c['reason']}" + (f" ({c['case']})" if c["case"] else "") + f": {c['message'].splitlines()[0][:200]}"
+                  for c in result.cheats[:MAX_LISTED]]
     if result.message:
         lines += ["", result.message]
     if result.output.strip():

@@ -11,7 +11,7 @@ import jinja2
 from grader.kata import Kata
 from grader.paths import templates_dir
 from grader.results import GradeResult
-from grader.scoring import FORMULA
+from grader.scoring import FORMULA, points_lost
 
 FORMATS = {".md": "report.md.j2", ".markdown": "report.md.j2", ".html": "report.html.j2",
            ".htm": "report.html.j2"}
@@ -40,6 +40,7 @@ def _environment() -> jinja2.Environment:
     env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.1f}%"
     env.filters["ms"] = lambda v: "-" if v is None else f"{v:.4g}"
     env.filters["speed"] = lambda v: "-" if v is None else f"{v:.2f}x"
+    env.filters["credit"] = lambda v: "-" if v is None else f"{v:.2f}"
     env.filters["shape"] = lambda v: "-" if v is None else "x".join(str(d) for d in v) or "scalar"
     return env
 
@@ -51,7 +52,7 @@ def to_json(result: GradeResult) -> str:
 def render_report(result: GradeResult, fmt: str) -> str:
     """fmt: 'md' or 'html'."""
     template = _environment().get_template("report.md.j2" if fmt == "md" else "report.html.j2")
-    return template.render(r=result, formula=FORMULA,
+    return template.render(r=result, formula=FORMULA, lost=points_lost(result.tasks),
                            generated=datetime.datetime.now().astimezone().isoformat(timespec="seconds"))
 
 

@@ -35,6 +35,13 @@ class CaseResult:
     speedup: float | None = None
     roofline: float | None = None  # fraction of the device's roofline reached (0..1)
     floor_ms: float | None = None  # the roofline time for this case on this device
+    cheat: str | None = None  # the named reason when the case was rejected as a cheat
+    timing_method: str | None = None  # "events" (call by call) or "cuda_graph" (short kernels)
+    round_speedups: list[float] | None = None  # one per timing round; the median is `speedup`
+    nbytes: float | None = None  # declared bytes moved (the floor's numerator)
+    speed_credit: float | None = None  # min(1, speedup / threshold): its share of the speed points
+    roofline_credit: float | None = None  # min(1, roofline / target): its share of the roofline points
+    flops: float | None = None  # declared FLOPs
 
     @property
     def timed(self) -> bool:
@@ -50,6 +57,9 @@ class TaskResult:
     correct: bool
     speedup: float | None = None  # geometric mean over the timed cases
     roofline: float | None = None  # geometric mean over the timed cases
+    speed_credit: float | None = None  # geometric mean of the cases' speed credits
+    roofline_credit: float | None = None  # geometric mean of the cases' roofline credits
+    pass_speedup: float | None = None  # geomean with each case capped at 2x the threshold
 
 
 @dataclass
@@ -85,6 +95,9 @@ class GradeResult:
     seed: int | None = None
     duration_s: float | None = None
     speed_measured: bool = False
+    cheat: str | None = None  # the first named cheat reason, when the grade was rejected as one
+    cheats: list[dict[str, Any]] = field(default_factory=list)  # {reason, case, message}
+    sandbox: dict[str, Any] = field(default_factory=dict)  # the limits the submission ran under
 
     @property
     def cases(self) -> list[CaseResult]:

@@ -1,7 +1,9 @@
-"""Grading a submission: spawn the worker, enforce the time limit, turn its events into results.
+"""Grading a submission: spawn the worker, watch it, check its outputs, turn it all into results.
 
 The submission never runs in this process: a crash, hang, os._exit or CUDA fault ends only the
-worker, and what the worker reported before that is kept.
+worker, and what the worker reported before that is kept. The watchdog (grader.watchdog) holds
+the worker to its limits from outside; the checker (grader.checker), which never imports the
+submission, decides whether the values it produced are right.
 """
 
 from __future__ import annotations
@@ -15,26 +17,39 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
-from grader import __version__, ceilings as ceilings_cache
+from grader import __version__, ceilings as ceilings_cache, watchdog
 from grader.kata import Kata
 from grader.plan import PlannedCase, build_plan
 from grader.results import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult,
                             Mismatch, TaskResult)
-from grader.scoring import geomean, meets_thresholds, score, summarise_task
+from grader.scoring import PASS_CAP, geomean, meets_thresholds, score, summarise_task
 
 OUTPUT_LIMIT = 8000  # characters of the submission's stdout/stderr kept in a report
+OUTPUT_CAP_BYTES = 8 << 20  # printing more than this ends the grade
+MAX_PROCESSES = 64  # the worker, Triton's compiler processes, and nothing like a fork bomb
+GPU_MEMORY_FRACTION = 0.9
+FLOOR_MARGIN = 0.9  # a time below 90% of the roofline floor is impossible, not fast
+# Variables that point at the user's results or configuration: the worker never sees them.
+PRIVATE_ENV = ("KATA_DB", "KATA_DATA_DIR", "KATA_HANDLE")
 
 
 @dataclass
 class WorkerRun:
     events: list[dict]
     returncode: int | None
-    timed_out: bool
+    breach: watchdog.Breach | None
     output: str
     corrupt_lines: int
+    protected_changed: list[str]
+    verdicts: dict  # key -> the checker's case result
+    timing_failures: dict  # key -> {"cheat", "message"}
+
+    @property
+    def timed_out(self) -> bool:
+        return self.breach is not None and self.breach.kind == "time"
 
 
 def default_mode() -> str:
@@ -44,22 +59,29 @@ def default_mode() -> str:
 
 
 def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,
-          timeout_s: float | None = None) -> GradeResult:
+          timeout_s: float | None = None, memory_gib: float | None = None,
+          protected: list[Path] = ()) -> GradeResult:
+    """Grade `submission`; `protected` are paths (results store, report) it must not touch."""
     submission = Path(submission).resolve()
     mode = mode or default_mode()
     seed = secrets.randbits(32) if seed is None else seed
     timeout_s = timeout_s or kata.time_limit_s[mode]
+    limits = watchdog.Limits(
+        wall_s=timeout_s,
+        memory_bytes=int(memory_gib * watchdog.GIB) if memory_gib else watchdog.default_memory_bytes(),
+        processes=MAX_PROCESSES, output_bytes=OUTPUT_CAP_BYTES)
     plan = build_plan(kata, mode)
     started = time.monotonic()
-    run = _run_worker(kata, submission, mode, seed, plan, timeout_s)
-    result = _assemble(kata, submission, mode, seed, plan, run, timeout_s)
+    run = _run_worker(kata, submission, mode, seed, plan, limits, protected)
+    result = _assemble(kata, submission, mode, seed, plan, run, limits)
     result.duration_s = round(time.monotonic() - started, 2)
     return result
 
 
-def _worker_env(mode: str) -> dict[str, str]:
-    env = dict(os.environ)
+def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV}
     env.pop("TRITON_INTERPRET", None)
+    env["TMPDIR"] = str(tmp)  # compilers' scratch files stay inside the grade's folder
     if mode == "interpret":
         env["TRITON_INTERPRET"] = "1"
     package_parent = str(Path(__file__).resolve().parent.parent)
@@ -69,39 +91,97 @@ def _worker_env(mode: str) -> dict[str, str]:
     return env
 
 
-def _run_worker(kata: Kata, submission: Path, mode: str, seed: int,
-                plan: list[PlannedCase], timeout_s: float) -> WorkerRun:
+def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[PlannedCase],
+                limits: watchdog.Limits, protected) -> WorkerRun:
     with tempfile.TemporaryDirectory(prefix="kata-grade-") as tmp:
         tmp_path = Path(tmp)
+        for sub in ("work", "tmp", "outputs"):
+            (tmp_path / sub).mkdir()
         workdir = tmp_path / "work"  # the submission's clean current directory
-        workdir.mkdir()
         results_path = tmp_path / "events.jsonl"
+        plan_dicts = [dict(p.to_dict(), key=p.key) for p in plan]
         request = {
             "kata_dir": str(kata.directory), "submission": str(submission), "mode": mode,
-            "seed": seed, "results": str(results_path),
-            "plan": [dict(p.to_dict(), key=p.key) for p in plan],
+            "seed": seed, "results": str(results_path), "plan": plan_dicts,
+            "grade_dir": str(tmp_path), "outputs": str(tmp_path / "outputs"),
+            "gpu_memory_fraction": GPU_MEMORY_FRACTION,
             # The worker knows the device; it picks its own entry of the ceilings cache.
             "ceilings_cache": ceilings_cache.load_all() if mode == "gpu" else {},
         }
         request_path = tmp_path / "request.json"
         request_path.write_text(json.dumps(request))
         output_path = tmp_path / "output.txt"
+        before = _fingerprints(protected)
+        seen: dict[int, int] = {}
         with open(output_path, "wb") as output:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "grader.worker", str(request_path)],
-                cwd=workdir, env=_worker_env(mode), stdin=subprocess.DEVNULL,
+                cwd=workdir, env=_worker_env(mode, tmp_path / "tmp"), stdin=subprocess.DEVNULL,
                 stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
             )
-            timed_out = False
             try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
+                breach = watchdog.watch(proc, limits, output_path, seen)
             finally:
                 _kill_group(proc)
+                watchdog.kill_all(seen)
+        changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
         events, corrupt = _read_events(results_path)
-        return WorkerRun(events, None if timed_out else proc.returncode, timed_out,
-                         _read_output(output_path), corrupt)
+        try:
+            verdicts, timing_failures = _check(kata, mode, seed, plan_dicts, events, tmp_path)
+        except CheckerError as exc:
+            events.append({"type": "internal_error", "message": f"the output checker failed: {exc}"})
+            verdicts, timing_failures = {}, {}
+        return WorkerRun(events, None if breach else proc.returncode, breach,
+                         _read_output(output_path), corrupt, changed, verdicts, timing_failures)
+
+
+class CheckerError(Exception):
+    """The checker itself failed: a fault of the kata or the grader, reported as such."""
+
+
+def _fingerprints(paths) -> dict[str, tuple | None]:
+    prints = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+            prints[str(path)] = (st.st_size, st.st_mtime_ns, st.st_ino)
+        except OSError:
+            prints[str(path)] = None
+    return prints
+
+
+def _check(kata: Kata, mode: str, seed: int, plan: list[dict], events: list[dict],
+           tmp_path: Path) -> tuple[dict, dict]:
+    """The checker's verdicts on the outputs the worker saved (in a process of its own on a GPU)."""
+    worker_results = {}
+    for event in events:
+        if event.get("type") == "case" and isinstance(event.get("result"), dict):
+            result = dict(event["result"])
+            if result.get("status") not in ("ran", FAIL, ERROR):  # the worker never says "pass"
+                result.update(status=ERROR, message="a result the worker did not write")
+            worker_results.setdefault(event.get("key"), result)
+    samples = {e["key"]: e["timing"].get("checked_samples", []) for e in events
+               if e.get("type") == "timing" and isinstance(e.get("timing"), dict)}
+    if not any(r.get("status") == "ran" for r in worker_results.values()) and not samples:
+        return worker_results, {}
+    if mode != "gpu":
+        from grader.checker import check_all
+        try:
+            return check_all(kata, seed, "cpu", plan, worker_results, samples)
+        except Exception as exc:  # noqa: BLE001 - the kata's spec or the grader, never the submission
+            raise CheckerError(f"{type(exc).__name__}: {exc}") from exc
+    request = {"kata_dir": str(kata.directory), "seed": seed, "device": "cuda", "plan": plan,
+               "worker_results": worker_results, "timed_samples": samples,
+               "verdicts": str(tmp_path / "verdicts.json")}
+    request_path = tmp_path / "check-request.json"
+    request_path.write_text(json.dumps(request))
+    env = {k: v for k, v in _worker_env(mode, tmp_path / "tmp").items()}
+    done = subprocess.run([sys.executable, "-m", "grader.checker", str(request_path)], env=env,
+                          cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise CheckerError(f"exit {done.returncode}:\n{done.stderr[-4000:]}")
+    verdicts = json.loads((tmp_path / "verdicts.json").read_text())
+    return verdicts["results"], verdicts["timing_failures"]
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -155,49 +235,86 @@ def _signal_name(code: int) -> str:
     return f"{name} ({meaning})" if meaning else name
 
 
+def _channel_forgeries(events: list[dict]) -> list[str]:
+    """Signs of events the worker did not write: repeated cases, anything after 'done'."""
+    problems, seen = [], set()
+    done_at = next((i for i, e in enumerate(events) if e["type"] == "done"), None)
+    if done_at is not None and done_at != len(events) - 1:
+        problems.append("events after the end of the grade")
+    for event in events:
+        if event["type"] in ("case", "timing", "env", "sandbox"):
+            marker = (event["type"], event.get("key"))
+            if marker in seen:
+                problems.append(f"a second '{event['type']}' event for {event.get('key') or 'the grade'}")
+            seen.add(marker)
+    return problems
+
+
 def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[PlannedCase],
-              run: WorkerRun, timeout_s: float) -> GradeResult:
+              run: WorkerRun, limits: watchdog.Limits) -> GradeResult:
     env = next((e for e in run.events if e["type"] == "env"), {})
     if env.get("ceilings_measured") and env.get("ceilings"):
         ceilings_cache.save(ceilings_cache.cache_key(env["device"], env["versions"]), env["ceilings"])
+    sandbox_status = next((e for e in run.events if e["type"] == "sandbox"), {})
     load_error = next((e for e in run.events if e["type"] == "load_error"), None)
     fatal = next((e for e in run.events if e["type"] in ("fatal", "internal_error")), None)
     if fatal and fatal["type"] == "internal_error":
         fatal = {"message": "Internal grader error (not your fault; please report it):\n" + fatal["message"]}
-    timing_errors = {e["key"]: e["message"] for e in run.events if e["type"] == "timing_error"}
+    timing_errors = {e["key"]: e for e in run.events if e["type"] == "timing_error"}
     done = any(e["type"] == "done" for e in run.events)
-    case_events = {e["key"]: e["result"] for e in run.events if e["type"] == "case"}
     timings = {e["key"]: e["timing"] for e in run.events if e["type"] == "timing"}
     starts = [e for e in run.events if e["type"] == "start"]
     # The case the worker was on when it stopped without finishing (crash, hang, CUDA fault).
     in_progress = starts[-1] if starts and not done and not load_error else None
 
+    grade_cheat = (fatal or {}).get("cheat")
     message = (load_error or fatal or {}).get("message", "")
     if not message and not done:
-        message = _stopped_early_message(run, in_progress, bool(env), timeout_s)
-    if run.corrupt_lines:
-        message = ("The grader's result channel held lines it did not write: the submission "
-                   "tampered with it, so no result can be trusted. " + message).strip()
+        message = _stopped_early_message(run, in_progress, bool(env), limits)
+    forgeries = _channel_forgeries(run.events)
+    if run.corrupt_lines or forgeries:
+        what = f"{run.corrupt_lines} line(s) it did not write" if run.corrupt_lines else forgeries[0]
+        grade_cheat = grade_cheat or "fake_result"
+        message = (f"The grader's result channel held {what}: the submission wrote to it, so no "
+                   "result can be trusted. " + message).strip()
+    if run.protected_changed:
+        grade_cheat = grade_cheat or "protected_path_written"
+        message = (f"The submission wrote to {', '.join(run.protected_changed)} (the results store "
+                   "or a report), which the grader alone may write. " + message).strip()
 
-    tasks = []
+    tasks, cheats = [], []
     for task in kata.tasks:
         cases = []
         for planned in (p for p in plan if p.task == task.name):
-            case = _case_result(planned, case_events.get(planned.key), timings.get(planned.key))
-            if planned.key in timing_errors:
-                case.status, case.message = ERROR, timing_errors[planned.key]
+            case = _case_result(planned, run.verdicts.get(planned.key), timings.get(planned.key))
+            failure = timing_errors.get(planned.key) or run.timing_failures.get(planned.key)
+            if failure:
+                case.status, case.message = (FAIL if failure.get("cheat") else ERROR), failure["message"]
+                case.cheat = failure.get("cheat")
+            _reject_impossible(case, env.get("ceilings"))
             if in_progress and in_progress["key"] == planned.key and case.status == NOT_RUN:
                 case.status, case.message = ERROR, message
+            if case.cheat:
+                cheats.append({"reason": case.cheat, "case": f"{case.task}/{case.name}/{case.dtype}",
+                               "message": case.message})
             cases.append(case)
         tasks.append(TaskResult(name=task.name, threshold=task.threshold,
                                 baseline=task.baseline_name, cases=cases, correct=False))
     for t in tasks:
-        summarise_task(t)
+        summarise_task(t, kata.roofline_target)
+    if not cheats and not grade_cheat:
+        public_only = _public_only(tasks)
+        if public_only:
+            cheats.append(public_only)
+    if grade_cheat:
+        cheats.insert(0, {"reason": grade_cheat, "case": None, "message": message})
 
     speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)
-    correct = not message and all(t.correct for t in tasks)
+    correct = not message and not cheats and all(t.correct for t in tasks)
     status, message = _verdict(tasks, mode, correct, message)
-    breakdown = score(tasks, speed_measured, kata.roofline_target, correct)
+    if cheats and status == PASS:  # a cheat seen only while timing
+        status, message = FAIL, cheats[0]["message"]
+    breakdown = score(tasks, speed_measured, correct)
 
     all_speedups = [c.speedup for t in tasks for c in t.cases if c.timed]
     return GradeResult(
@@ -211,11 +328,43 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         output=run.output, device=env.get("device"),
         environment=dict(env.get("versions", {}), grader=__version__, ceilings=env.get("ceilings")),
         seed=seed, speed_measured=speed_measured,
+        cheat=cheats[0]["reason"] if cheats else None, cheats=cheats,
+        sandbox=dict({k: v for k, v in sandbox_status.items() if k != "type"}, limits=limits.describe()),
     )
 
 
+def _public_only(tasks: list[TaskResult]) -> dict | None:
+    """Every public case passes and some hidden case fails: outputs special-cased for the public ones?"""
+    cases = [c for t in tasks for c in t.cases if c.status not in (SKIPPED, NOT_RUN)]
+    public = [c for c in cases if not c.hidden]
+    hidden_failed = [c for c in cases if c.hidden and c.status in (FAIL, ERROR)]
+    if public and all(c.status == PASS for c in public) and hidden_failed:
+        first = hidden_failed[0]
+        return {"reason": "public_cases_only", "case": f"{first.task}/{first.name}/{first.dtype}",
+                "message": (f"every public case passes but {len(hidden_failed)} hidden case(s) "
+                            "fail: outputs special-cased or hard-coded for the public cases, "
+                            "or an edge case only the hidden cases test")}
+    return None
+
+
+def _reject_impossible(case: CaseResult, ceilings: dict | None) -> None:
+    """A time below the physical floor is a broken timer or a cheat, never a fast kernel."""
+    if not case.timed or not case.floor_ms or case.time_ms >= FLOOR_MARGIN * case.floor_ms:
+        return
+    parts = []
+    if case.nbytes and ceilings:
+        parts.append(f"moving {case.nbytes / 1e6:.4g} MB at the measured copy bandwidth of "
+                     f"{ceilings['copy_gbps']:.0f} GB/s takes {case.nbytes / ceilings['copy_gbps'] / 1e6:.4g} ms")
+    if case.flops and ceilings:
+        parts.append(f"{case.flops / 1e9:.4g} GFLOP at the measured matmul rate of "
+                     f"{ceilings['matmul_tflops']:.0f} TFLOP/s take {case.flops / ceilings['matmul_tflops'] / 1e9:.4g} ms")
+    case.status, case.cheat = FAIL, "below_physical_floor"
+    case.message = (f"measured {case.time_ms:.4g} ms, below the physical floor of {case.floor_ms:.4g} ms "
+                    f"({'; '.join(parts)}): impossible, so the time is rejected")
+
+
 def _stopped_early_message(run: WorkerRun, in_progress: dict | None, started: bool,
-                           timeout_s: float) -> str:
+                           limits: watchdog.Limits) -> str:
     """Why the worker stopped before reporting 'done', and where it was."""
     where = ""
     if in_progress:
@@ -224,9 +373,10 @@ def _stopped_early_message(run: WorkerRun, in_progress: dict | None, started: bo
     elif not started:
         where = " before the grader could start"
     if run.timed_out:
-        return (f"Time limit exceeded: the submission ran for more than {timeout_s:g} s{where}. "
-                "Look for an infinite loop in the launcher or a kernel loop that never ends "
-                "(raise the limit with --timeout if it is just slow).")
+        return (f"{run.breach.message}{where}. Look for an infinite loop in the launcher or a "
+                "kernel loop that never ends (raise the limit with --timeout if it is just slow).")
+    if run.breach:
+        return f"{run.breach.message}{where}; the grading process was stopped."
     if run.returncode is not None and run.returncode < 0:
         return f"The grading process was killed by {_signal_name(run.returncode)}{where}."
     return (f"The grading process exited with code {run.returncode}{where} before grading "
@@ -245,10 +395,11 @@ def _verdict(tasks: list[TaskResult], mode: str, correct: bool, message: str) ->
         return FAIL, (f"{len(failing)} case(s) failed; first: {first.task}/{first.name} "
                       f"[{first.dtype}]: {first.message}")
     if mode == "gpu" and not meets_thresholds(tasks):
-        slow = [t for t in tasks if t.speedup is None or t.speedup < t.threshold]
+        slow = [t for t in tasks if t.pass_speedup is None or t.pass_speedup < t.threshold]
         return FAIL, "; ".join(
-            f"{t.name}: speedup {t.speedup:.2f}x is below the threshold {t.threshold:g}x"
-            if t.speedup else f"{t.name}: not timed" for t in slow)
+            f"{t.name}: speedup {t.pass_speedup:.2f}x (geomean, each case capped at "
+            f"{PASS_CAP:g}x the threshold) is below the threshold {t.threshold:g}x"
+            if t.pass_speedup else f"{t.name}: not timed" for t in slow)
     return PASS, ""
 
 
@@ -259,12 +410,20 @@ def _case_result(planned: PlannedCase, raw: dict | None, timing: dict | None) ->
     if raw is None:
         return CaseResult(task=planned.task, name=planned.case, dtype=planned.dtype, shape=None,
                           hidden=planned.hidden, status=NOT_RUN, message="not run")
-    mismatches = [Mismatch(**m) for m in raw.pop("mismatches", [])]
-    case = CaseResult(**raw, mismatches=mismatches)
-    if timing:
+    raw = dict(raw)
+    mismatches = [Mismatch(**m) for m in raw.pop("mismatches", None) or []]
+    case = CaseResult(**{k: v for k, v in raw.items() if k in _CASE_FIELDS}, mismatches=mismatches)
+    if case.status == "ran":  # the worker ran it but the checker never ruled on it
+        case.status, case.message = ERROR, "the outputs of this case were never checked"
+    if timing and case.status == PASS:
         for key, value in timing.items():
-            setattr(case, key, value)
+            if key in _CASE_FIELDS:
+                setattr(case, key, value)
+        case.timing_method = timing.get("timing_method")
     return case
+
+
+_CASE_FIELDS = {f.name for f in fields(CaseResult)} - {"mismatches"}
 
 
 def _sha256(path: Path) -> str | None:

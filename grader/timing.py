@@ -1,34 +1,284 @@
-"""GPU timing (in the worker): triton.testing.do_bench medians and the device's ceilings."""
+"""GPU timing (in the worker): submission and baseline, interleaved, on inputs they cannot replay.
+
+Why not triton.testing.do_bench for the timed cases: do_bench sizes its run from the timed
+function's own first calls, which a submission controls, and it cannot change the inputs
+between calls. The loop below is do_bench's (CUDA events around each call, the L2 flushed before
+each, warm-up excluded, the median kept), with four changes:
+
+- the number of calls comes from the baseline, the same for both;
+- before every call (outside the timed window) one element of a floating-point input is changed
+  at random, so a cache keyed on the contents misses; at a few random calls a whole new input is
+  copied into the buffers and the output kept, so the checker can verify what timed calls return
+  and a cache keyed on the pointers is caught;
+- rounds alternate submission and baseline, and the speedup is the median of the per-round
+  ratios, which cancels clock drift between rounds;
+- kernels shorter than SHORT_MS are timed by replaying a CUDA graph of many calls, each on its
+  own input set, so launch overhead does not dominate.
+
+The ceilings (copy bandwidth, matmul rate) use do_bench itself: they run before the submission
+is imported.
+"""
 
 from __future__ import annotations
 
-import itertools
+import math
+import random
 import statistics
+from dataclasses import dataclass, field
 
 import torch
 import triton.testing
 
-ROUNDS = 3  # submission and baseline alternate this many times; the median round counts
+# Bound here, before the submission is imported: patching the public names changes nothing.
+_Event = torch.cuda.Event
+_elapsed = torch.cuda.Event.elapsed_time
+_record = torch.cuda.Event.record
+_synchronize = torch.cuda.synchronize
+_CUDAGraph = torch.cuda.CUDAGraph
+_do_bench = triton.testing.do_bench
+
+ROUNDS = 5
+WARMUP = 3  # untimed calls per round (timed separately in the first round, for the report)
+ROUND_MS = 40.0  # kernel time per round and side, from the baseline's estimate
+MIN_SAMPLES, MAX_SAMPLES = 10, 200
+SHORT_MS = 0.02  # shorter kernels are timed through CUDA-graph replay
+GRAPH_TARGET_MS = 0.25  # one replay runs at least this long
+MAX_GRAPH_CALLS = 64
+FLUSH_BYTES = 256 << 20
+SLOW_FIRST_FACTOR, SLOW_FIRST_MIN_MS = 20.0, 2.0
 
 
-def median_ms(fn) -> float:
-    # do_bench flushes the L2 before every timed call, excludes its warm-up, and times with events.
-    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+@dataclass
+class Sample:
+    """A timed call whose inputs were replaced by refresh set `refresh`; its outputs are kept."""
+    refresh: int
+    outputs: object = None
 
 
-def rotating(fn, input_sets: list[tuple]):
-    """A callable that feeds fn a different input set on each call, so no call can replay the last."""
-    cycle = itertools.cycle(input_sets)
-    return lambda: fn(*next(cycle))
+@dataclass
+class Timing:
+    time_ms: float
+    baseline_ms: float
+    speedup: float
+    method: str  # "events" | "cuda_graph"
+    calls_per_sample: int
+    samples: int  # timed samples per round and side
+    round_speedups: list[float]
+    warmup_ms: list[float]  # the submission's first calls in this phase
+    checked: list[Sample] = field(default_factory=list)
 
 
-def time_pair(submission, baseline, input_sets: list[tuple]) -> tuple[float, float]:
-    """Median times (ms) of submission and baseline, interleaved in the same run."""
-    sub_times, base_times = [], []
-    for _ in range(ROUNDS):
-        sub_times.append(median_ms(rotating(submission, input_sets)))
-        base_times.append(median_ms(rotating(baseline, input_sets)))
-    return statistics.median(sub_times), statistics.median(base_times)
+def _flush_buffer() -> torch.Tensor:
+    return torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+
+
+def _copy_into(dst, src) -> None:
+    for d, s in zip(_tensors(dst), _tensors(src)):
+        d.copy_(s)
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+class _Perturber:
+    """Changes one random element of a floating-point input before each call."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def __call__(self, args) -> None:
+        floats = [t for t in _tensors(args) if t.is_floating_point() and t.numel()]
+        if not floats:
+            return
+        t = self.rng.choice(floats)
+        index = tuple(self.rng.randrange(size) for size in t.shape)
+        t[index].mul_(0.5)  # stays finite and keeps its sign: valid wherever the input was
+
+
+def _event_times(run_call, n: int, before, flush: torch.Tensor, after=None) -> list[float]:
+    starts = [_Event(enable_timing=True) for _ in range(n)]
+    ends = [_Event(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        before(i)
+        flush.zero_()
+        _record(starts[i])
+        run_call(i)
+        _record(ends[i])
+        if after:
+            after(i)
+    _synchronize()
+    return [_elapsed(s, e) for s, e in zip(starts, ends)]
+
+
+def estimate_ms(fn, args, flush) -> float:
+    fn(*args)
+    times = _event_times(lambda i: fn(*args), 3, lambda i: None, flush)
+    return statistics.median(times)
+
+
+class _EagerSide:
+    """One side (submission or baseline) timed call by call."""
+
+    method = "events"
+    calls_per_sample = 1
+
+    def __init__(self, fn, sets, refresh_sets, perturb, sample_at: set[int] | None, launch_log):
+        self.fn, self.sets, self.refresh_sets = fn, sets, refresh_sets
+        self.perturb, self.sample_at, self.launch_log = perturb, sample_at or set(), launch_log
+        self.checked: list[Sample] = []
+        self.calls = 0
+        self._pending: Sample | None = None
+
+    def run(self, n: int, flush) -> list[float]:
+        def before(i):
+            self._pending = None
+            if self.calls in self.sample_at and len(self.checked) < len(self.refresh_sets):
+                sample = Sample(refresh=len(self.checked))
+                _copy_into(self.sets[self.calls % len(self.sets)], self.refresh_sets[sample.refresh])
+                self._pending = sample
+            else:
+                self.perturb(self.sets[self.calls % len(self.sets)])
+
+        def call(i):
+            out = self.fn(*self.sets[self.calls % len(self.sets)])
+            if self._pending is not None:
+                self._pending.outputs = out
+                self.checked.append(self._pending)
+            self.calls += 1
+
+        return _event_times(call, n, before, flush)
+
+
+class _GraphSide:
+    """One side timed by replaying a CUDA graph of `len(sets)` calls, one per input set."""
+
+    method = "cuda_graph"
+
+    def __init__(self, fn, sets, refresh_sets, perturb, sample_at: set[int] | None, launch_log):
+        self.sets, self.refresh_sets, self.perturb = sets, refresh_sets, perturb
+        self.sample_at, self.launch_log = sample_at or set(), launch_log
+        self.calls_per_sample = len(sets)
+        self.checked: list[Sample] = []
+        self.replays = 0
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            if launch_log is not None:
+                launch_log.stream = side.cuda_stream
+            for args in sets[:2]:
+                fn(*args)
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = _CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            if launch_log is not None:
+                launch_log.stream = torch.cuda.current_stream().cuda_stream
+            self.outputs = [fn(*args) for args in sets]
+        if launch_log is not None:
+            launch_log.stream = torch.cuda.current_stream().cuda_stream
+        self._pending: Sample | None = None
+
+    def run(self, n: int, flush) -> list[float]:
+        def before(i):
+            self._pending = None
+            if self.replays in self.sample_at and len(self.checked) < len(self.refresh_sets):
+                self._pending = Sample(refresh=len(self.checked))
+                _copy_into(self.sets[0], self.refresh_sets[self._pending.refresh])
+                for t in _tensors(self.outputs[0]):
+                    if t.is_floating_point():
+                        t.fill_(float("nan"))  # the replay itself must write them
+            else:
+                for args in self.sets:
+                    self.perturb(args)
+
+        def call(i):
+            self.graph.replay()
+            self.replays += 1
+
+        def after(i):
+            if self._pending is not None:
+                self._pending.outputs = _clone_all(self.outputs[0])
+                self.checked.append(self._pending)
+
+        times = _event_times(call, n, before, flush, after)
+        return [t / self.calls_per_sample for t in times]
+
+
+def _clone_all(value):
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clone_all(v) for v in value)
+    return value
+
+
+def graph_calls(estimate: float) -> int:
+    return max(2, min(MAX_GRAPH_CALLS, math.ceil(GRAPH_TARGET_MS / max(estimate, 1e-4))))
+
+
+def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
+              use_graph: bool | None = None) -> Timing:
+    """Time submission and baseline, both on input sets drawn by make_args(salt) -> args tuple.
+
+    Sets are drawn with salts "/timing<i>"; the contents swapped in at sampled calls with
+    "/refresh<r>" (Sample.refresh is r), so the checker can draw them again.
+    """
+    rng = random.Random(seed)
+    flush = _flush_buffer()
+    first = make_args("/timing0")
+    estimate = estimate_ms(baseline, first, flush)
+    short = estimate < SHORT_MS if use_graph is None else use_graph
+    count = graph_calls(estimate) if short else 3
+    sets = [first] + [make_args(f"/timing{i}") for i in range(1, count)]
+    refresh_sets = [make_args(f"/refresh{r}") for r in range(ROUNDS)]
+    samples = max(MIN_SAMPLES, min(MAX_SAMPLES, round(ROUND_MS / max(estimate, 1e-4))))
+    # One sampled call per round, at a random position among its timed calls.
+    sample_at = {r * (samples + WARMUP) + WARMUP + rng.randrange(samples) for r in range(ROUNDS)}
+    method = "events"
+    if short:
+        try:
+            sub_side = _GraphSide(submission, sets, refresh_sets, _Perturber(rng), sample_at, launch_log)
+            base_side = _GraphSide(baseline, sets, [], _Perturber(rng), None, None)
+            method = "cuda_graph"
+        except Exception:  # noqa: BLE001 - not capturable (a host sync, say): time call by call
+            torch.cuda.synchronize()
+            short = False
+    if not short:
+        sub_side = _EagerSide(submission, sets[:3], refresh_sets, _Perturber(rng), sample_at, launch_log)
+        base_side = _EagerSide(baseline, sets[:3], [], _Perturber(rng), None, None)
+    round_sub, round_base, ratios, warmup_ms = [], [], [], []
+    for r in range(ROUNDS):
+        order = (sub_side, base_side) if r % 2 == 0 else (base_side, sub_side)
+        for side in order:
+            warm = side.run(WARMUP, flush)
+            if side is sub_side and r == 0:
+                warmup_ms = warm
+            times = side.run(samples, flush)
+            (round_sub if side is sub_side else round_base).append(statistics.median(times))
+        ratios.append(round_base[-1] / round_sub[-1])
+    return Timing(
+        time_ms=statistics.median(round_sub), baseline_ms=statistics.median(round_base),
+        speedup=statistics.median(ratios), method=method,
+        calls_per_sample=sub_side.calls_per_sample, samples=samples, round_speedups=ratios,
+        warmup_ms=warmup_ms, checked=sub_side.checked,
+    )
+
+
+def slow_first_calls(timing: Timing) -> str | None:
+    """A cheat's tell: first calls far slower than the rest, long after compilation finished."""
+    if not timing.warmup_ms:
+        return None
+    first = max(timing.warmup_ms)
+    if first > SLOW_FIRST_FACTOR * timing.time_ms and first - timing.time_ms > SLOW_FIRST_MIN_MS:
+        return (f"the first timed calls took up to {first:.3g} ms against a median of "
+                f"{timing.time_ms:.3g} ms, although the kernel was compiled and run before timing "
+                "began: slowing the first calls down is a known trick against timers that size "
+                "their runs from them")
+    return None
 
 
 def floor_ms(nbytes: float | None, flops: float | None, ceilings: dict) -> float | None:
@@ -39,6 +289,11 @@ def floor_ms(nbytes: float | None, flops: float | None, ceilings: dict) -> float
     if flops:
         floors.append(flops / (ceilings["matmul_tflops"] * 1e12) * 1e3)
     return max(floors) if floors else None
+
+
+def median_ms(fn) -> float:
+    # For the ceilings only: do_bench flushes the L2 before every call and excludes its warm-up.
+    return float(_do_bench(fn, warmup=25, rep=100, return_mode="median"))
 
 
 def _copy_gbps(n: int = 1 << 28) -> float:

@@ -1,30 +1,41 @@
 """The grading worker: a child process that imports the submission and runs the planned cases.
 
-Started by grader.runner as `python -m grader.worker REQUEST.json`. It reports through a
-results file named in the request, one JSON event per line, written and flushed as it goes, so
-the parent knows how far it got if the submission crashes or hangs the process. The submission's
-own stdout and stderr go to files the parent shows as "output"; they are never parsed.
+Started by grader.runner as `python -m grader.worker REQUEST.json`. Before the submission is
+imported it measures the device, snapshots the grader (grader.integrity), wraps Triton's launch
+methods (grader.launches) and locks itself down (grader.sandbox). Then, per case, it calls the
+submission twice (fresh inputs, then new contents in the same buffers), checks what only a live
+process can see (exceptions, forbidden ops, kernel launches, threads and streams, output types,
+aliasing, changed inputs, guard bands) and saves the outputs; whether the values are right is
+decided by grader.checker, which never imports the submission. On a GPU it then times the
+submission against the baseline (grader.timing) and saves the outputs of sampled timed calls.
+
+It reports through a results file named in the request, one JSON event per line, flushed as it
+goes, so the parent knows how far it got if the submission crashes or hangs the process. The
+submission's own stdout and stderr go to a file the parent shows as "output"; never parsed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import inspect
 import json
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 
 import torch
 import triton
 
+from grader import integrity, launches, sandbox
 from grader.ceilings import cache_key
-from grader.compare import check_tensor_type, compare_values, same_values
+from grader.compare import check_tensor_type
+from grader.guardbands import GuardedFactories, guarded_copy
 from grader.guards import resolve_forbidden, submission_guards
+from grader.inputs import AGAIN, flatten, make_case_inputs
 from grader.kata import load_kata
-from grader.timing import floor_ms, measure_ceilings, time_pair
+from grader.timing import floor_ms, measure_ceilings, slow_first_calls, time_pair
 
 FATAL_CUDA_MARKERS = ("CUDA error", "illegal memory access", "illegal instruction",
                       "misaligned address", "unspecified launch failure", "device-side assert")
@@ -45,11 +56,6 @@ class Reporter:
         self._file.write(json.dumps(event, default=str) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
-
-
-def case_seed(seed: int, key: str) -> int:
-    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
 def user_traceback(exc: BaseException, submission: Path) -> str:
@@ -127,190 +133,284 @@ def check_entry(module, task, path: Path):
     return fn
 
 
-def _flatten(value, label):
-    """Yield (label, tensor-or-other) leaves of nested lists/tuples of outputs."""
-    if isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            yield from _flatten(item, f"{label}[{i}]")
-    else:
-        yield label, value
-
-
-def _clone(value):
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_clone(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _clone(v) for k, v in value.items()}
-    return value
-
-
-def _storage_ptrs(inputs: dict) -> dict[int, str]:
-    """Storage address -> name of the input that owns it."""
-    ptrs = {}
-    for name, value in inputs.items():
-        for label, leaf in _flatten(value, name):
-            if isinstance(leaf, torch.Tensor) and leaf.numel():
-                ptrs[leaf.untyped_storage().data_ptr()] = label
-    return ptrs
-
-
 def _sync(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
 
 
+def _guard_tree(value, label: str, guards: list):
+    """value with every tensor moved into guarded storage; the guards are appended to `guards`."""
+    if isinstance(value, torch.Tensor):
+        copy, guard = guarded_copy(value, label)
+        guards.append(guard)
+        return copy
+    if isinstance(value, (list, tuple)):
+        return type(value)(_guard_tree(v, f"{label}[{i}]", guards) for i, v in enumerate(value))
+    return value
+
+
+def _copy_contents(dst, src):
+    """src's values written into dst's tensors (same buffers); non-tensors taken from src."""
+    if isinstance(dst, torch.Tensor):
+        dst.copy_(src)
+        return dst
+    if isinstance(dst, (list, tuple)):
+        return type(dst)(_copy_contents(d, s) for d, s in zip(dst, src))
+    return src
+
+
+def _tensor_like(value) -> bool:
+    return isinstance(value, torch.Tensor) or hasattr(type(value), "__torch_function__")
+
+
+class CaseProblem(Exception):
+    """What the live process saw wrong with a call: a message, and a cheat when it is one."""
+
+    def __init__(self, message: str, cheat: str | None = None, status: str = "fail"):
+        super().__init__(message)
+        self.message, self.cheat, self.status = message, cheat, status
+
+
 class CaseRunner:
     """Runs one task's cases against the submission in this process."""
 
-    def __init__(self, spec, task, fn, submission: Path, device: str, seed: int):
+    def __init__(self, spec, task, fn, submission: Path, device: str, seed: int, outdir: Path,
+                 snapshot: integrity.Snapshot):
         self.spec, self.task, self.fn = spec, task, fn
         self.submission, self.device, self.seed = submission, device, seed
+        self.outdir, self.snapshot = outdir, snapshot
         self.python_forbidden, self.aten_forbidden = resolve_forbidden(task.forbidden)
         self.cases = {c.name: c for c in task.cases}
+        self.saved = 0
 
-    def inputs(self, planned, salt: str = ""):
-        gen = torch.Generator(device=self.device)
-        gen.manual_seed(case_seed(self.seed, planned["key"] + salt))
-        make = getattr(self.spec, self.task.inputs_fn)
+    def inputs(self, planned, salt: str = "") -> dict:
         case = self.cases[planned["case"]]
-        return make(dict(case.params), getattr(torch, planned["dtype"]), self.device, gen)
-
-    def expected_dtype(self, output, inputs):
-        if output.dtype in inputs:
-            leaf = next(v for _, v in _flatten(inputs[output.dtype], "") if isinstance(v, torch.Tensor))
-            return leaf.dtype
-        return getattr(torch, output.dtype)
+        return make_case_inputs(self.spec, self.task, case, planned["dtype"], self.device,
+                                self.seed, planned["key"], salt)
 
     def run_case(self, planned) -> dict:
-        """Correctness of one case; returns a CaseResult as a dict."""
-        inputs = self.inputs(planned)
-        args = [inputs[a] for a in self.task.args]
-        first = next((v for _, v in _flatten(args, "") if isinstance(v, torch.Tensor)), None)
+        """Two checked calls; returns the worker's side of a CaseResult as a dict."""
+        guards: list = []
+        inputs = {name: _guard_tree(v, name, guards) for name, v in self.inputs(planned).items()}
+        first = next((t for a in self.task.args for _, t in flatten(inputs[a], a)
+                      if isinstance(t, torch.Tensor)), None)
         result = {"task": self.task.name, "name": planned["case"], "dtype": planned["dtype"],
                   "shape": list(first.shape) if first is not None else None,
-                  "hidden": planned["hidden"], "status": "fail", "message": ""}
-        truth = getattr(self.spec, self.task.reference_fn)(**_clone(inputs))
-        if len(self.task.outputs) == 1:
-            truth = (truth,)
-        snapshot = _clone(inputs)
-        input_ptrs = _storage_ptrs(inputs)
-        device = first.device if first is not None else torch.device(self.device)
-        seen: list[str] = []
+                  "hidden": planned["hidden"], "status": "ran", "message": "", "cheat": None}
         try:
-            with submission_guards(self.python_forbidden, self.aten_forbidden, seen):
+            outputs = {"first": self._checked_call(inputs, guards)}
+            fresh = self.inputs(planned, AGAIN)
+            inputs = {name: _copy_contents(inputs[name], fresh[name]) for name in inputs}
+            outputs["again"] = self._checked_call(inputs, guards, again=True)
+        except CaseProblem as problem:
+            result.update(status=problem.status, message=problem.message, cheat=problem.cheat)
+            return result
+        result["outputs"] = outputs
+        return result
+
+    def _checked_call(self, inputs: dict, input_guards: list, again: bool = False) -> str:
+        """Call the submission once under every guard; returns the file its outputs went to."""
+        args = [inputs[a] for a in self.task.args]
+        before = [g.buffer.clone() for g in input_guards]
+        returned = self._call(args)
+        outputs = self._collect_outputs(returned, inputs)
+        self._check_outputs(outputs, inputs)
+        produced = sum(t.numel() for got in outputs.values() for _, t in flatten(got, "")
+                       if isinstance(t, torch.Tensor))
+        if self.launched == 0 and produced and again:
+            raise CaseProblem("called again with new inputs in the same buffers, it launched no "
+                              "kernel and returned at once: results are cached across calls",
+                              "cached_results")
+        if self.launched == 0 and produced:
+            raise CaseProblem("no Triton kernel was launched: the outputs must be computed by "
+                              "Triton kernels you launch, not by PyTorch or Python code", "no_triton_kernel")
+        for guard, snapshot in zip(input_guards, before):
+            lo, hi = guard.damage()
+            if lo or hi:
+                raise CaseProblem(
+                    f"wrote out of bounds: {hi or lo} byte(s) {'after the end' if hi else 'before the start'} "
+                    f"of the input '{guard.label}' were overwritten (an unmasked load/store "
+                    "tail, or a wrong offset)", "out_of_bounds_write")
+            root = guard.label.split("[")[0]
+            if root not in self.task.inplace and not torch.equal(guard.buffer, snapshot):
+                raise CaseProblem(f"input '{guard.label}' was modified; only the outputs may be written",
+                                  "input_mutated")
+        return self._save(outputs)
+
+    def _call(self, args):
+        seen: list[str] = []
+        factories = GuardedFactories()
+        threads_before = set(threading.enumerate())
+        violations_before = len(sandbox.violations)
+        stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
+        launches.log.start(stream)
+        error = None
+        try:
+            with submission_guards(self.python_forbidden, self.aten_forbidden, seen), factories:
                 returned = self.fn(*args)
             _sync(self.device)
         except NotImplementedError as exc:
-            result.update(status="error", message=f"not implemented yet: {self.task.name} raised "
-                          f"NotImplementedError({str(exc)!r})")
-            return result
+            raise CaseProblem(f"not implemented yet: {self.task.name} raised "
+                              f"NotImplementedError({str(exc)!r})", status="error") from None
         except Exception as exc:  # noqa: BLE001 - the submission's exception is the verdict
-            if not seen:  # a forbidden call is reported below, raised through or swallowed
-                text = user_traceback(exc, self.submission)
-                if is_cuda_fault(exc):
-                    raise FatalCudaError(text) from None
-                result.update(status="error", message=f"{self.task.name} raised an exception:\n{text}")
-                return result
+            error = exc
+        finally:
+            launches.log.stop()
         if seen:
-            result.update(message=f"called a forbidden op: {seen[0]} is forbidden in this kata")
-            return result
+            raise CaseProblem(f"called a forbidden op: {seen[0]} is forbidden in this kata", "forbidden_op")
+        if len(sandbox.violations) > violations_before:
+            raise CaseProblem(f"the sandbox refused {sandbox.violations[-1]}: a submission may not "
+                              "start processes", "sandbox_violation")
+        if error is not None:
+            text = user_traceback(error, self.submission)
+            if is_cuda_fault(error):
+                raise FatalCudaError(text)
+            raise CaseProblem(f"{self.task.name} raised an exception:\n{text}", status="error")
+        self._check_integrity()
+        self._check_concurrency(threads_before)
+        self.launched = launches.log.count
+        for guard in factories.made:
+            lo, hi = guard.damage()
+            if lo or hi:
+                raise CaseProblem(
+                    f"wrote out of bounds: {hi or lo} byte(s) {'after the end' if hi else 'before the start'} "
+                    "of a tensor it allocated (an output?) were overwritten: an unmasked store "
+                    "tail, or a wrong offset", "out_of_bounds_write")
+        return returned
 
-        got_all = self._collect_outputs(returned, inputs)
-        if isinstance(got_all, str):
-            result["message"] = got_all
-            return result
-        worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
-        for output, got, expected in zip(self.task.outputs, got_all, truth):
-            if not output.inplace and isinstance(got, torch.Tensor) and got.numel():
-                shared = input_ptrs.get(got.untyped_storage().data_ptr())
-                if shared is not None:
-                    result["message"] = (f"output '{output.name}' shares memory with input "
-                                         f"'{shared}': return a new tensor")
-                    return result
-            message = self._compare(output, got, expected, inputs, device, worst, result)
-            if message:
-                result["message"] = message
-                return result
-        message = self._changed_input(snapshot, inputs)
-        if message:
-            result["message"] = message
-            return result
-        result.update(status="pass", **worst)
-        return result
+    def _check_integrity(self) -> None:
+        changed = self.snapshot.changes()
+        if changed:
+            raise TamperingError(changed)
 
-    def _collect_outputs(self, returned, inputs) -> tuple | str:
-        """Returned values, then in-place arguments, in declaration order; or what is wrong."""
+    def _check_concurrency(self, threads_before: set) -> None:
+        if launches.log.foreign_threads:
+            raise CaseProblem(f"launched {launches.log.foreign_threads[0]} from another thread: "
+                              "work done in a background thread escapes the timer", "background_thread")
+        if launches.log.foreign_streams:
+            raise CaseProblem(f"launched {launches.log.foreign_streams[0]} on a side stream: "
+                              "launch on the current stream, which the timer watches", "side_stream")
+        submission_file = str(self.submission)
+        for thread in set(threading.enumerate()) - threads_before:
+            target = getattr(thread, "_target", None)
+            code = getattr(target, "__code__", None)
+            if thread.is_alive() and code is not None and code.co_filename == submission_file:
+                raise CaseProblem("left a background thread running after returning: work done "
+                                  "there escapes the timer", "background_thread")
+
+    def _collect_outputs(self, returned, inputs) -> dict:
+        """{output name: [leaf tensors]}: returned values, then in-place arguments."""
         returns = self.task.returns
         if len(returns) == 0:
             got_returned = ()
         elif len(returns) == 1:
             got_returned = (returned,)
         elif not isinstance(returned, (tuple, list)) or len(returned) != len(returns):
-            return (f"{self.task.name} must return {len(returns)} values "
-                    f"({', '.join(o.name for o in returns)}), got {_describe(returned)}")
+            raise CaseProblem(f"{self.task.name} must return {len(returns)} values "
+                              f"({', '.join(o.name for o in returns)}), got {_describe(returned)}")
         else:
             got_returned = tuple(returned)
-        return got_returned + tuple(inputs[name] for name in self.task.inplace)
+        got_all = got_returned + tuple(inputs[name] for name in self.task.inplace)
+        return {o.name: got for o, got in zip(self.task.outputs, got_all)}
 
-    def _changed_input(self, snapshot, inputs) -> str | None:
-        for name in self.task.args:
-            if name in self.task.inplace:
-                continue
-            for (label, before), (_, after) in zip(_flatten(snapshot[name], name), _flatten(inputs[name], name)):
-                if isinstance(before, torch.Tensor) and not same_values(before, after):
-                    return f"input '{label}' was modified; only the outputs may be written"
-        return None
+    def _check_outputs(self, outputs: dict, inputs: dict) -> None:
+        device = torch.device(self.device)
+        input_ptrs = {}
+        for name, value in inputs.items():
+            for label, leaf in flatten(value, name):
+                if isinstance(leaf, torch.Tensor) and leaf.numel():
+                    input_ptrs[leaf.untyped_storage().data_ptr()] = label
+        for output in self.task.outputs:
+            got = outputs[output.name]
+            leaves = list(flatten(got, output.name)) if isinstance(got, (list, tuple)) else [(output.name, got)]
+            for label, leaf in leaves:
+                if not _tensor_like(leaf):
+                    if isinstance(got, (list, tuple)):
+                        raise CaseProblem(f"'{output.name}' is a {type(got).__name__}, expected a "
+                                          "torch.Tensor (or, where the kata says so, a list of tensors)")
+                    raise CaseProblem(f"'{label}' is {_describe(leaf)}, expected a torch.Tensor")
+                if type(leaf) is not torch.Tensor:
+                    kind = "a torch.Tensor subclass" if isinstance(leaf, torch.Tensor) else "a tensor-like wrapper"
+                    raise CaseProblem(
+                        f"'{label}' is a {type(leaf).__name__}, {kind}: return a plain torch.Tensor "
+                        "(subclasses and lazy wrappers are not accepted as outputs)", "output_type")
+                if leaf.device != device:
+                    raise CaseProblem(f"'{label}' is on {leaf.device}, expected {device} (the "
+                                      "inputs' device): the work must stay on the device", "output_type")
+                dtype = self._expected_dtype(output, inputs)
+                problem = check_tensor_type(leaf, f"'{label}'", device, dtype, tuple(leaf.shape))
+                if problem:
+                    raise CaseProblem(problem)
+                if not output.inplace and leaf.numel():
+                    shared = input_ptrs.get(leaf.untyped_storage().data_ptr())
+                    if shared is not None:
+                        raise CaseProblem(f"output '{label}' shares memory with input '{shared}': "
+                                          "return a new tensor", "output_aliases_input")
 
-    def _compare(self, output, got, expected, inputs, device, worst, result) -> str:
-        exp_leaves = list(_flatten(expected, output.name))
-        if isinstance(expected, (list, tuple)):  # a list of tensors (multi-tensor katas)
-            if not isinstance(got, (list, tuple)):
-                return f"'{output.name}' is {_describe(got)}, expected a list of {len(exp_leaves)} tensors"
-            got_leaves = list(_flatten(got, output.name))
-            if len(got_leaves) != len(exp_leaves):
-                return f"'{output.name}' has {len(got_leaves)} tensors, expected {len(exp_leaves)}"
-        else:
-            got_leaves = [(output.name, got)]
-        dtype = self.expected_dtype(output, inputs)
-        tol = self.task.tolerance(str(dtype).removeprefix("torch."))
-        for (label, g), (_, e) in zip(got_leaves, exp_leaves):
-            problem = check_tensor_type(g, f"'{label}'", device, dtype, tuple(e.shape))
-            if problem:
-                return problem
-            cmp = compare_values(g, e, f"'{label}'", mode=output.compare, atol=tol.atol,
-                                 rtol=tol.rtol, ulp=output.ulp)
-            for key in ("max_abs_err", "max_rel_err"):
-                value = getattr(cmp, key)
-                if value is not None and (worst[key] is None or value > worst[key]):
-                    worst[key] = value
-            worst["mismatched"] += cmp.mismatched or 0
-            worst["total"] += cmp.total or 0
-            if not cmp.ok:
-                result.update(max_abs_err=cmp.max_abs_err, max_rel_err=cmp.max_rel_err,
-                              mismatched=cmp.mismatched, total=cmp.total, mismatches=cmp.mismatches)
-                return cmp.message
-        return ""
+    def _expected_dtype(self, output, inputs):
+        if output.dtype in inputs:
+            leaf = next(v for _, v in flatten(inputs[output.dtype], "") if isinstance(v, torch.Tensor))
+            return leaf.dtype
+        return getattr(torch, output.dtype)
+
+    def _save(self, outputs: dict) -> str:
+        """Plain CPU copies of the outputs, for the checker; returns the file."""
+        plain = {}
+        for name, got in outputs.items():
+            leaves = [t for _, t in flatten(got, name)] if isinstance(got, (list, tuple)) else [got]
+            plain[name] = [t.detach().to("cpu", copy=True).contiguous() for t in leaves]
+        self.saved += 1
+        path = self.outdir / f"{self.task.name}-{self.saved}.pt"
+        torch.save(plain, path)
+        return str(path)
 
     def time_case(self, planned, ceilings) -> dict:
-        """Submission vs baseline on the same rotating input sets."""
-        input_sets = []
-        for i in range(2):
-            inputs = self.inputs(planned, salt=f"/timing{i}")
-            input_sets.append(tuple(inputs[a] for a in self.task.args))
+        """Submission vs baseline on fresh input sets; sampled timed outputs saved for the checker."""
+        from grader.inputs import case_seed
+
+        def make_args(salt):
+            inputs = self.inputs(planned, salt)
+            return tuple(inputs[a] for a in self.task.args)
+
         baseline = getattr(self.spec, self.task.baseline_fn)
-        t_sub, t_base = time_pair(self.fn, baseline, input_sets)
-        out = {"time_ms": t_sub, "baseline_ms": t_base, "speedup": t_base / t_sub}
+        stream = torch.cuda.current_stream().cuda_stream
+        launches.log.start(stream)
+        try:
+            timing = time_pair(self.fn, baseline, make_args, seed=case_seed(self.seed, planned["key"] + "/rng"),
+                               launch_log=launches.log)
+        finally:
+            launches.log.stop()
+        self._check_integrity()
+        self._check_concurrency(set(threading.enumerate()))
+        out = {"time_ms": timing.time_ms, "baseline_ms": timing.baseline_ms, "speedup": timing.speedup,
+               "timing_method": timing.method, "calls_per_sample": timing.calls_per_sample,
+               "samples": timing.samples, "round_speedups": timing.round_speedups}
+        slow = slow_first_calls(timing)
+        if slow:
+            raise CaseProblem(slow, "slow_first_calls")
         case = self.cases[planned["case"]]
-        first = next(v for _, v in _flatten(input_sets[0], "") if isinstance(v, torch.Tensor))
-        nbytes, flops = self.task.cost(case, itemsize=first.element_size())
+        first = make_args("/timing0")
+        itemsize = next(t for _, t in flatten(first, "") if isinstance(t, torch.Tensor)).element_size()
+        nbytes, flops = self.task.cost(case, itemsize=itemsize)
         floor = floor_ms(nbytes, flops, ceilings) if ceilings else None
         if floor:
-            out["floor_ms"], out["roofline"] = floor, floor / t_sub
-        del input_sets
+            out.update(floor_ms=floor, roofline=floor / timing.time_ms, nbytes=nbytes, flops=flops)
+        checked = []
+        if not self.task.inplace:  # an in-place output moves on with every later call
+            for sample in timing.checked:
+                outputs = {o.name: v for o, v in zip(self.task.returns, (
+                    (sample.outputs,) if len(self.task.returns) == 1 else tuple(sample.outputs)))}
+                checked.append({"refresh": sample.refresh, "file": self._save(outputs)})
+        out["checked_samples"] = checked
+        del timing, first
         torch.cuda.empty_cache()
         return out
+
+
+class TamperingError(Exception):
+    def __init__(self, changed: list[str]):
+        super().__init__(", ".join(changed))
+        self.changed = changed
 
 
 class FatalCudaError(Exception):
@@ -321,6 +421,21 @@ def _describe(value) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)}"
     return f"a {type(value).__name__}"
+
+
+def _lock_down(request: dict, device: str) -> dict:
+    """The sandbox, in force from here on for this process and its children."""
+    sandbox.refuse_processes()
+    status = {"processes": "refused (fork, exec, spawn); compiler tools allowed"}
+    if device == "cuda":
+        sandbox.limit_gpu_memory(request["gpu_memory_fraction"])
+        status["gpu_memory_fraction"] = request["gpu_memory_fraction"]
+    grade_dir = Path(request["grade_dir"])
+    problem = sandbox.restrict_writes(sandbox.writable_paths(grade_dir))
+    status["filesystem"] = "writes confined to the grade's folder and compiler caches" if problem is None \
+        else f"not restricted ({problem})"
+    status["filesystem_restricted"] = problem is None
+    return status
 
 
 def main(request_path: str) -> int:
@@ -342,6 +457,9 @@ def main(request_path: str) -> int:
 
     kata = load_kata(Path(request["kata_dir"]))
     spec_module = _import_path("kata_spec", kata.spec_path)
+    launches.install()
+    snapshot = integrity.Snapshot()
+    reporter.emit({"type": "sandbox", **_lock_down(request, device)})
     try:
         module = load_submission(submission)
         entries = {t.name: check_entry(module, t, submission) for t in kata.tasks}
@@ -349,16 +467,16 @@ def main(request_path: str) -> int:
         reporter.emit({"type": "load_error", "kind": exc.kind, "message": exc.message})
         return 0
 
-    tasks = {t.name: t for t in kata.tasks}
-    runners = {name: CaseRunner(spec_module, task, entries[name], submission, device, request["seed"])
-               for name, task in tasks.items()}
+    outdir = Path(request["outputs"])
+    runners = {t.name: CaseRunner(spec_module, t, entries[t.name], submission, device,
+                                  request["seed"], outdir, snapshot) for t in kata.tasks}
     plan = [p for p in request["plan"] if not p["skip_reason"]]
     failed_tasks: set[str] = set()
     try:
         for planned in plan:
             reporter.emit({"type": "start", "key": planned["key"]})
             result = runners[planned["task"]].run_case(planned)
-            if result["status"] != "pass":
+            if result["status"] != "ran":
                 failed_tasks.add(planned["task"])
             reporter.emit({"type": "case", "key": planned["key"], "result": result})
         if device == "cuda":
@@ -367,6 +485,12 @@ def main(request_path: str) -> int:
                     reporter.emit({"type": "start", "key": planned["key"], "phase": "timing"})
                     try:
                         timing = runners[planned["task"]].time_case(planned, ceilings)
+                    except CaseProblem as problem:
+                        reporter.emit({"type": "timing_error", "key": planned["key"],
+                                       "message": problem.message, "cheat": problem.cheat})
+                        continue
+                    except (TamperingError, FatalCudaError):
+                        raise
                     except Exception as exc:  # noqa: BLE001 - the submission failed while timed
                         text = user_traceback(exc, submission)
                         if is_cuda_fault(exc):
@@ -378,6 +502,11 @@ def main(request_path: str) -> int:
     except FatalCudaError as exc:
         reporter.emit({"type": "fatal", "message": f"CUDA fault (the GPU context is lost, so the "
                        f"remaining cases could not run):\n{exc}"})
+        return 0
+    except TamperingError as exc:
+        reporter.emit({"type": "fatal", "cheat": "tampering", "message": (
+            "The submission patched the grader, its timer or its checker: " + ", ".join(exc.changed[:8])
+            + (" ..." if len(exc.changed) > 8 else "") + ". Nothing it reported can be trusted.")})
         return 0
     reporter.emit({"type": "done"})
     return 0

@@ -101,8 +101,8 @@ MESSAGE_CASES = {
                             ["No module named 'no_such_module_here'"]),
     "killed_by_signal": ("\nimport ctypes\n\ndef vector_add(x, y):\n    ctypes.string_at(0)\n", "error",
                          ["killed by SIGSEGV (segmentation fault)", "vector_add/small/float32"]),
-    "wrong_shape": ("\ndef vector_add(x, y):\n    return torch.empty(x.numel() + 1, dtype=x.dtype)\n", "fail",
-                    ["has shape", "expected"]),
+    "wrong_shape": ("\ndef vector_add(x, y):\n    out = torch.empty(x.numel() + 1, dtype=x.dtype)\n"
+                    "    launch(x, y, out[:-1])\n    return out\n", "fail", ["has shape (", "expected ("]),
     "wrong_dtype": ("\ndef vector_add(x, y):\n    out = torch.empty_like(x, dtype=torch.float64)\n"
                     "    launch(x, y, out)\n    return out\n", "fail", ["has dtype float64, expected float32"]),
     "tensor_subclass": ("\nclass Lazy(torch.Tensor):\n    pass\n\n\ndef vector_add(x, y):\n"

@@ -1,0 +1,269 @@
+"""The trusted side of correctness: the submission's saved outputs against a ground truth computed
+here, in a process that never imports the submission.
+
+The worker (which does import it) only runs the calls and saves what they returned; it decides
+nothing about values. The checker draws the same inputs from the grade's seed (grader.inputs),
+computes the reference, loads the outputs with torch.load(weights_only=True) (plain tensors
+only, so no submission code can run here) and compares them. It also names the cheats that show
+in the values: cached results, a downgraded precision, partial work, wrong timed outputs.
+
+Run in the parent for CPU grades, and as `python -m grader.checker REQUEST.json` for GPU grades
+(so the command-line process never holds a CUDA context).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from grader.compare import compare_values
+from grader.inputs import AGAIN, clone, flatten, make_case_inputs
+from grader.kata import Kata, load_kata
+
+DOWNGRADES = (torch.bfloat16, torch.float16)
+
+
+def load_spec(kata: Kata):
+    spec = importlib.util.spec_from_file_location(f"kata_spec_{kata.name}", kata.spec_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Checker:
+    def __init__(self, kata: Kata, seed: int, device: str):
+        self.kata, self.seed, self.device = kata, seed, device
+        self.spec = load_spec(kata)
+        self.tasks = {t.name: t for t in kata.tasks}
+
+    def _inputs(self, task, case_name: str, dtype: str, key: str, salt: str) -> dict:
+        case = next(c for c in task.cases if c.name == case_name)
+        return make_case_inputs(self.spec, task, case, dtype, self.device, self.seed, key, salt)
+
+    def _truth(self, task, inputs) -> tuple:
+        truth = getattr(self.spec, task.reference_fn)(**clone(inputs))
+        return (truth,) if len(task.outputs) == 1 else tuple(truth)
+
+    def _expected_dtype(self, output, inputs) -> torch.dtype:
+        if output.dtype in inputs:
+            leaf = next(v for _, v in flatten(inputs[output.dtype], "") if isinstance(v, torch.Tensor))
+            return leaf.dtype
+        return getattr(torch, output.dtype)
+
+    def compare(self, task, inputs, saved: dict, truth=None) -> dict:
+        """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches, partial}"""
+        truth = truth if truth is not None else self._truth(task, inputs)
+        worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
+        for output, expected in zip(task.outputs, truth):
+            got_leaves = saved.get(output.name)
+            exp_leaves = [t for _, t in flatten(expected, output.name)]
+            if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
+                return dict(worst, ok=False, message=f"'{output.name}' is missing from the saved outputs")
+            dtype = self._expected_dtype(output, inputs)
+            tol = task.tolerance(str(dtype).removeprefix("torch."))
+            for i, (got, exp) in enumerate(zip(got_leaves, exp_leaves)):
+                label = f"'{output.name}'" + (f"[{i}]" if isinstance(expected, (list, tuple)) else "")
+                problem = _structure(got, label, dtype, tuple(exp.shape))
+                if problem:
+                    return dict(worst, ok=False, message=problem)
+                cmp = compare_values(got.to(self.device), exp, label, mode=output.compare,
+                                     atol=tol.atol, rtol=tol.rtol, ulp=output.ulp)
+                for key in ("max_abs_err", "max_rel_err"):
+                    value = getattr(cmp, key)
+                    if value is not None and (worst[key] is None or value > worst[key]):
+                        worst[key] = value
+                worst["mismatched"] += cmp.mismatched or 0
+                worst["total"] += cmp.total or 0
+                if not cmp.ok:
+                    return dict(worst, ok=False, message=cmp.message, max_abs_err=cmp.max_abs_err,
+                                max_rel_err=cmp.max_rel_err, mismatched=cmp.mismatched,
+                                total=cmp.total, mismatches=cmp.mismatches, values=True,
+                                partial=_unwritten(got.to(self.device), exp))
+        return dict(worst, ok=True, message="")
+
+    def downgraded(self, task, inputs, saved: dict) -> str | None:
+        """The lower precision a failing float32 result was computed in, if it shows.
+
+        Two tells, either suffices: nearly every output value is exactly representable in the
+        lower precision (it was stored from there), or the output sits far closer to the
+        reference computed from inputs rounded to it than to the true reference.
+        """
+        got = [t.double() for name in saved for t in saved[name]
+               if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.numel()]
+        if not got:
+            return None
+        truth = [t.double().cpu() for _, t in flatten(self._truth(task, inputs), "")
+                 if isinstance(t, torch.Tensor)]
+        for low in DOWNGRADES:
+            low_name = str(low).removeprefix("torch.")
+            if all(_exact_in(g, low) > 0.99 for g in got) and not all(_exact_in(t, low) > 0.5 for t in truth):
+                return low_name
+            lowered = {k: _cast_floats(v, low) for k, v in inputs.items()}
+            low_truth = [t.double().cpu() for _, t in flatten(self._truth(task, lowered), "")
+                         if isinstance(t, torch.Tensor)]
+            err = sum(float((g - t).abs().nan_to_num(1e30).mean()) for g, t in zip(got, truth))
+            err_low = sum(float((g - t).abs().nan_to_num(1e30).mean()) for g, t in zip(got, low_truth))
+            if err_low < 0.25 * err:
+                return low_name
+        return None
+
+    def check_case(self, planned: dict, worker_result: dict) -> dict:
+        """The case's result: the worker's structural verdict, then the values."""
+        result = dict(worker_result)
+        if result.get("status") != "ran":
+            return result
+        task = self.tasks[planned["task"]]
+        key, dtype = planned["key"], planned["dtype"]
+        files = result.pop("outputs", {})
+        inputs = self._inputs(task, planned["case"], dtype, key, "")
+        first = _load(files.get("first"))
+        verdict = self.compare(task, inputs, first)
+        if not verdict["ok"]:
+            cheat, extra = None, ""
+            low = (self.downgraded(task, inputs, first)
+                   if dtype == "float32" and verdict.get("values") else None)
+            if low:
+                cheat = "precision_downgraded"
+                extra = (f" The float32 results match a {low} computation: this task must be "
+                         "computed in float32 (or better).")
+            elif verdict.get("partial"):
+                cheat = "partial_work"
+                extra = f" {verdict['partial']}"
+            return _fail(result, verdict, verdict["message"] + extra, cheat)
+        again = _load(files.get("again"))
+        again_inputs = self._inputs(task, planned["case"], dtype, key, AGAIN)
+        verdict_again = self.compare(task, again_inputs, again)
+        if not verdict_again["ok"]:
+            if _same_outputs(first, again):
+                return _fail(result, verdict_again,
+                             "called again on the same buffers holding new inputs, it returned the "
+                             "first call's result: results are cached across calls (keyed on the "
+                             "pointer, the shape or the contents)", "cached_results")
+            return _fail(result, verdict_again,
+                         "the first call was right but a second call with new inputs was wrong "
+                         "(" + verdict_again["message"] + "): the results are not deterministic "
+                         "(a race, or memory read before it was written?)", "nondeterministic")
+        result.update(status="pass", message="", **{k: verdict[k] for k in
+                                                    ("max_abs_err", "max_rel_err", "mismatched", "total")})
+        return result
+
+    def check_samples(self, planned: dict, samples: list[dict]) -> dict | None:
+        """Outputs of sampled timed calls; None when all are right, else the failure."""
+        task = self.tasks[planned["task"]]
+        for sample in samples:
+            inputs = self._inputs(task, planned["case"], planned["dtype"], planned["key"],
+                                  f"/refresh{sample['refresh']}")
+            verdict = self.compare(task, inputs, _load(sample["file"]))
+            if not verdict["ok"]:
+                return {"cheat": "timed_outputs_wrong", "message": (
+                    "a sampled timed call returned wrong results although the checked calls "
+                    f"were right ({verdict['message']}): results cached across the timed calls, "
+                    "or work skipped or moved out of the timer's sight")}
+        return None
+
+
+def _structure(got, label: str, dtype: torch.dtype, shape: tuple) -> str | None:
+    if not isinstance(got, torch.Tensor):
+        return f"{label} is missing from the saved outputs"
+    if got.dtype != dtype:
+        return f"{label} has dtype {str(got.dtype).removeprefix('torch.')}, expected {str(dtype).removeprefix('torch.')}"
+    if tuple(got.shape) != shape:
+        return f"{label} has shape {tuple(got.shape)}, expected {shape}"
+    return None
+
+
+def _exact_in(t: torch.Tensor, low: torch.dtype) -> float:
+    """The fraction of t's finite values that `low` represents exactly."""
+    finite = t[torch.isfinite(t)]
+    if not finite.numel():
+        return 0.0
+    return float((finite.to(low).double() == finite).double().mean())
+
+
+def _cast_floats(value, dtype):
+    if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+        return value.to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_floats(v, dtype) for v in value)
+    return value
+
+
+def _unwritten(got: torch.Tensor, expected: torch.Tensor) -> str:
+    """Why the failing elements look unwritten (still NaN, or zero), or ''."""
+    if not got.is_floating_point():
+        return ""
+    g, e = got.double(), expected.double().to(got.device)
+    wrong = ~torch.isclose(g, e, rtol=1e-2, atol=1e-3) | torch.isnan(g)
+    n_wrong = int(wrong.sum())
+    if not n_wrong:
+        return ""
+    nan_left = int((torch.isnan(g) & torch.isfinite(e) & wrong).sum())
+    zero_left = int(((g == 0) & (e != 0) & wrong).sum())
+    if nan_left == n_wrong:
+        return (f"All {n_wrong} wrong elements still hold the NaN the grader fills new tensors "
+                "with: the kernel never wrote them (partial work: some rows or blocks skipped).")
+    if zero_left == n_wrong:
+        return (f"All {n_wrong} wrong elements are 0: the kernel never wrote them (partial work "
+                "on a zero-initialised output).")
+    return ""
+
+
+def _fail(result: dict, verdict: dict, message: str, cheat: str | None) -> dict:
+    result.update(status="fail", message=message, cheat=cheat)
+    for key in ("max_abs_err", "max_rel_err", "mismatched", "total"):
+        result[key] = verdict.get(key)
+    result["mismatches"] = verdict.get("mismatches", [])
+    return result
+
+
+def _load(path: str | None) -> dict:
+    if not path:
+        return {}
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:  # noqa: BLE001 - a missing or forged file is simply no output
+        return {}
+
+
+def _same_outputs(a: dict, b: dict) -> bool:
+    if not a or a.keys() != b.keys():
+        return False
+    for name in a:
+        for x, y in zip(a[name], b[name]):
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return False
+            if not bool(((x == y) | (torch.isnan(x) & torch.isnan(y))).all()):
+                return False
+    return True
+
+
+def check_all(kata: Kata, seed: int, device: str, plan: list[dict], worker_results: dict,
+              timed_samples: dict) -> tuple[dict, dict]:
+    """(case results by key, timing failures by key)."""
+    checker = Checker(kata, seed, device)
+    by_key = {p["key"]: p for p in plan}
+    results = {key: checker.check_case(by_key[key], raw) for key, raw in worker_results.items()}
+    timing_failures = {}
+    for key, samples in timed_samples.items():
+        failure = checker.check_samples(by_key[key], samples)
+        if failure:
+            timing_failures[key] = failure
+    return results, timing_failures
+
+
+def main(request_path: str) -> int:
+    request = json.loads(Path(request_path).read_text())
+    kata = load_kata(Path(request["kata_dir"]))
+    results, timing_failures = check_all(kata, request["seed"], request["device"], request["plan"],
+                                         request["worker_results"], request["timed_samples"])
+    Path(request["verdicts"]).write_text(json.dumps(
+        {"results": results, "timing_failures": timing_failures}, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

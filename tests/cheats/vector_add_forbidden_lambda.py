@@ -1,0 +1,25 @@
+# cheat: forbidden_op
+"""The forbidden op hidden in a lambda, with a decoy kernel launch."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+def launch(x, y, out):
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+
+combine = lambda a, b: torch.add(a, b)  # noqa: E731
+
+
+def vector_add(x, y):
+    launch(x, y, torch.empty_like(x))
+    return combine(x, y)

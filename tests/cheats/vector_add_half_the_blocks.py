@@ -1,0 +1,25 @@
+# cheat: partial_work
+"""Launches programs for only half of the blocks; the rest of the output is never written."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+def launch(x, y, out):
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    blocks = triton.cdiv(x.numel(), 1024)
+    add_kernel[(max(1, blocks // 2),)](x, y, out, x.numel(), BLOCK=1024)
+    return out
