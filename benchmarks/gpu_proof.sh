@@ -3,6 +3,9 @@
 #   benchmarks/gpu_proof.sh OUT_DIR [grade|bench]
 # grade: `kata selftest --gpu`, a `kata grade --gpu` of each reference in a fresh workspace, and
 #        every planted wrong solution graded on the GPU (all must fail);
+#        and every cheat in tests/cheats/ (each must be rejected with its named reason);
+# gputests: pytest tests/gpu (GPU-only grading behaviour and cheats);
+# spread: each reference graded 5 times, the run-to-run spread of its speedups;
 # bench: benchmarks/bench.py (reference vs eager vs torch.compile, same run, same method).
 # Everything lands in OUT_DIR/proof-WHAT.tar.gz, with a summary printed last.
 set -uo pipefail
@@ -40,6 +43,22 @@ for path in sorted(glob.glob(sys.argv[1] + "/*.json")):
         print("UNREADABLE", name); continue
     print("wrong", name, d["status"], d["score"], d["message"][:100].replace("\n", " "))
 PY
+  mkdir -p "$work/cheats"
+  for f in tests/cheats/*.py; do
+    b=$(basename "$f" .py)
+    python3 -m grader grade "$f" --kata vector_add --gpu --json > "$work/cheats/$b.json"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('cheat', sys.argv[2], 'declared', sys.argv[3], 'got', d['cheat'], d['status'], d['score'])" \
+      "$work/cheats/$b.json" "$b" "$(sed -n 's/^# cheat: //p' "$f")"
+  done
+elif [ "$what" = gputests ]; then
+  python3 -m pytest -v -rA -p no:cacheprovider tests/gpu 2>&1 | tee "$work/gputests.txt" | tail -40
+elif [ "$what" = spread ]; then
+  for k in ${KATAS:-vector_add softmax rms_norm}; do
+    for i in 1 2 3 4 5; do
+      kata grade "reference/$k.py" --kata "$k" --gpu --json > "$work/spread_${k}_$i.json"; echo "spread $k $i rc=$?"
+    done
+  done
+  python3 benchmarks/spread.py "$work" | tee "$work/spread.txt"
 else
   python3 benchmarks/bench.py --out "$work/bench.json"; echo "bench rc=$?"
 fi

@@ -66,7 +66,7 @@ class Checker:
             dtype = self._expected_dtype(output, inputs)
             tol = task.tolerance(str(dtype).removeprefix("torch."))
             for i, (got, exp) in enumerate(zip(got_leaves, exp_leaves)):
-                label = f"'{output.name}'" + (f"[{i}]" if isinstance(expected, (list, tuple)) else "")
+                label = f"'{output.name}[{i}]'" if isinstance(expected, (list, tuple)) else f"'{output.name}'"
                 problem = _structure(got, label, dtype, tuple(exp.shape))
                 if problem:
                     return dict(worst, ok=False, message=problem)

@@ -164,13 +164,13 @@ def _check(kata: Kata, mode: str, seed: int, plan: list[dict], events: list[dict
                if e.get("type") == "timing" and isinstance(e.get("timing"), dict)}
     if not any(r.get("status") == "ran" for r in worker_results.values()) and not samples:
         return worker_results, {}
-    if mode != "gpu":
+    if mode != "gpu" and not os.environ.get("KATA_CHECKER_PROCESS"):  # the env var: a test hook
         from grader.checker import check_all
         try:
             return check_all(kata, seed, "cpu", plan, worker_results, samples)
         except Exception as exc:  # noqa: BLE001 - the kata's spec or the grader, never the submission
             raise CheckerError(f"{type(exc).__name__}: {exc}") from exc
-    request = {"kata_dir": str(kata.directory), "seed": seed, "device": "cuda", "plan": plan,
+    request = {"kata_dir": str(kata.directory), "seed": seed, "device": "cuda" if mode == "gpu" else "cpu", "plan": plan,
                "worker_results": worker_results, "timed_samples": samples,
                "verdicts": str(tmp_path / "verdicts.json")}
     request_path = tmp_path / "check-request.json"
@@ -349,7 +349,7 @@ def _public_only(tasks: list[TaskResult]) -> dict | None:
 
 def _reject_impossible(case: CaseResult, ceilings: dict | None) -> None:
     """A time below the physical floor is a broken timer or a cheat, never a fast kernel."""
-    if not case.timed or not case.floor_ms or case.time_ms >= FLOOR_MARGIN * case.floor_ms:
+    if case.cheat or not case.timed or not case.floor_ms or case.time_ms >= FLOOR_MARGIN * case.floor_ms:
         return
     parts = []
     if case.nbytes and ceilings:

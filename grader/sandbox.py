@@ -3,9 +3,9 @@
 - Filesystem: with Landlock (Linux 5.13+, no privileges needed) the process and its children may
   write only inside the grade's temporary folder, the Triton and CUDA caches and /dev; the
   results store, the reports and the user's files are out of reach. Reads are not restricted.
-- Processes: a Python audit hook refuses fork, exec, system and spawn, and lets subprocess start
-  only the compiler tools Triton itself runs (cc, ptxas, ...). The parent's watchdog
-  (grader.watchdog) bounds whatever gets past it.
+- Processes: a Python audit hook refuses fork, exec, system and spawn, and refuses to let
+  subprocess start interpreters or shells (the compiler tools Triton runs are fine). The parent's
+  watchdog (grader.watchdog) bounds whatever gets past it.
 - GPU memory: the caching allocator is capped at a fraction of the card, so a submission that
   asks for the whole card fails alone, with an out-of-memory error naming the limit.
 """
@@ -17,15 +17,17 @@ import os
 import sys
 from pathlib import Path
 
-# The executables Triton and PyTorch start while compiling and loading kernels.
-ALLOWED_TOOLS = frozenset({
-    "cc", "gcc", "clang", "c++", "g++", "x86_64-linux-gnu-gcc", "aarch64-linux-gnu-gcc",
-    "ptxas", "ptxas-blackwell", "nvdisasm", "cuobjdump", "nvlink", "fatbinary",
-    "ldconfig", "ldconfig.real", "uname", "ld", "ld.lld", "ld.gold", "hipcc",
+# What subprocess may not start: interpreters and shells, the ways to run arbitrary code (or a
+# fork bomb) outside this process's audit hook. Everything else (the compilers, ptxas, ldconfig,
+# file and whatever else Triton and PyTorch run while compiling and loading kernels) is allowed;
+# the watchdog bounds the rest.
+REFUSED_PROGRAMS = frozenset({
+    "sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "busybox", "env", "nohup", "setsid",
+    "xargs", "timeout", "su", "sudo", "perl", "ruby", "node", "lua", "php", "tclsh", "wish",
 })
 _REFUSED_EVENTS = {
     "os.fork": "os.fork()", "os.forkpty": "os.forkpty()", "os.system": "os.system()",
-    "os.exec": "os.exec*()", "os.posix_spawn": "os.posix_spawn()", "os.spawn": "os.spawn*()",
+    "os.exec": "os.exec*()", "os.spawn": "os.spawn*()",
     "pty.spawn": "pty.spawn()",
 }
 
@@ -39,11 +41,12 @@ violations: list[str] = []  # what was refused, for the report
 
 def _audit(event: str, args) -> None:
     what = _REFUSED_EVENTS.get(event)
-    if what is None and event == "subprocess.Popen":
+    if what is None and event in ("subprocess.Popen", "os.posix_spawn"):
+        # Popen: (executable, args, cwd, env); posix_spawn (which Popen itself may use): (path, argv, env)
         executable, argv = args[0], args[1]
         program = executable or (argv[0] if isinstance(argv, (list, tuple)) and argv else argv)
         name = Path(os.fsdecode(program)).name if program else ""
-        if name in ALLOWED_TOOLS:
+        if not _refused_program(name):
             return
         what = f"starting a process ({name or program!r})"
     if what is None:
@@ -52,14 +55,23 @@ def _audit(event: str, args) -> None:
     raise SandboxViolation(f"the grading sandbox does not allow {what}")
 
 
+def _refused_program(name: str) -> bool:
+    return not name or name in REFUSED_PROGRAMS or name.startswith(("python", "pypy"))
+
+
 def refuse_processes() -> None:
     sys.addaudithook(_audit)  # an audit hook cannot be removed once added
+
+
+gpu_memory_fraction = 1.0
 
 
 def limit_gpu_memory(fraction: float) -> None:
     import torch
 
+    global gpu_memory_fraction
     torch.cuda.set_per_process_memory_fraction(fraction, 0)
+    gpu_memory_fraction = fraction
 
 
 # Landlock (include/uapi/linux/landlock.h): write-type access rights, by ABI version.

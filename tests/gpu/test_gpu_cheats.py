@@ -1,0 +1,167 @@
+"""Cheats that only a GPU can show: side streams, timing tricks, wrong timed outputs, a card-sized
+allocation, CUDA-graph timing of short kernels. Skipped without CUDA; run on an H100/H200 and
+recorded in docs/PERFORMANCE.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.catalog import get_kata
+from grader.runner import grade
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def launch(x, y, out):
+    add_kernel[(triton.cdiv(x.numel(), 4096),)](x, y, out, x.numel(), BLOCK=4096, num_warps=8)
+'''
+
+
+def _grade(tmp_path: Path, body: str):
+    path = tmp_path / "solution.py"
+    path.write_text(KERNEL + body)
+    return grade(get_kata("vector_add"), path, "gpu")
+
+
+def test_side_stream(tmp_path):
+    body = '''
+_side = torch.cuda.Stream()
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    with torch.cuda.stream(_side):
+        launch(x, y, out)
+    return out
+'''
+    result = _grade(tmp_path, body)
+    assert result.status == "fail" and result.cheat == "side_stream", result.cheats
+
+
+def test_background_thread_on_gpu(tmp_path):
+    body = '''
+import threading
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    threading.Thread(target=launch, args=(x, y, out)).start()
+    return out
+'''
+    result = _grade(tmp_path, body)
+    assert result.status == "fail" and result.cheat == "background_thread", result.cheats
+
+
+def test_slow_first_timed_calls(tmp_path):
+    # The two checked calls per shape are honest; the next few (the first timed ones) stall.
+    body = '''
+import time
+
+_calls = {}
+
+
+def vector_add(x, y):
+    key = (x.numel(), x.dtype)
+    _calls[key] = _calls.get(key, 0) + 1
+    out = torch.empty_like(x)
+    if 3 <= _calls[key] <= 5:
+        torch.cuda._sleep(200_000_000)  # about 0.1 s of GPU time, inside the timed window
+    launch(x, y, out)
+    return out
+'''
+    result = _grade(tmp_path, body)
+    assert result.status == "fail" and result.cheat == "slow_first_calls", result.cheats
+
+
+def test_results_cached_only_while_timed(tmp_path):
+    # Honest for the two checked calls of each shape, then serves results by pointer.
+    body = '''
+_calls, _cache = {}, {}
+
+
+def vector_add(x, y):
+    key = (x.numel(), x.dtype)
+    _calls[key] = _calls.get(key, 0) + 1
+    ptrs = (x.data_ptr(), y.data_ptr())
+    if _calls[key] > 2 and ptrs in _cache:
+        return _cache[ptrs]
+    out = torch.empty_like(x)
+    launch(x, y, out)
+    _cache[ptrs] = out
+    return out
+'''
+    result = _grade(tmp_path, body)
+    assert result.status == "fail" and result.cheat == "timed_outputs_wrong", result.cheats
+
+
+def test_patched_timer_changes_nothing_and_is_named(tmp_path):
+    body = '''
+import triton.testing
+
+torch.cuda.Event.elapsed_time = lambda self, end: 1e-6
+triton.testing.do_bench = lambda *args, **kwargs: 1e-6
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    launch(x, y, out)
+    return out
+'''
+    result = _grade(tmp_path, body)
+    assert result.status == "error" and result.cheat == "tampering", result.cheats
+    assert "Event.elapsed_time" in result.message
+
+
+def test_allocating_the_whole_card_fails_alone(tmp_path):
+    body = '''
+
+def vector_add(x, y):
+    hog = torch.empty(torch.cuda.get_device_properties(0).total_memory, dtype=torch.uint8, device="cuda")
+    out = torch.empty_like(x)
+    launch(x, y, out)
+    return out
+'''
+    result = _grade(tmp_path, body)
+    assert result.status in ("fail", "error") and result.score == 0
+    assert "out of memory" in result.cases[0].message.lower()
+    # The next grade on the same card is unaffected.
+    again = grade(get_kata("vector_add"), get_kata("vector_add").reference_path, "gpu")
+    assert again.status == "pass", again.message
+
+
+def test_short_kernels_are_timed_by_graph_replay():
+    from grader import timing
+    from grader.catalog import get_kata as kata
+
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ref_vector_add", kata("vector_add").reference_path)
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    def make_args(salt):
+        gen = torch.Generator(device="cuda")
+        gen.manual_seed(sum(map(ord, salt)))
+        return (torch.randn(1 << 16, device="cuda", generator=gen),
+                torch.randn(1 << 16, device="cuda", generator=gen))
+
+    result = timing.time_pair(ref.vector_add, lambda x, y: x + y, make_args, seed=1)
+    assert result.method == "cuda_graph" and result.calls_per_sample >= 8
+    assert 0.3 < result.speedup < 3.0 and result.time_ms < 0.02
+    assert len(result.checked) == timing.SAMPLED
+    for sample in result.checked:  # what the replay returned for the contents swapped in
+        x, y = make_args(f"/refresh{sample.refresh}")
+        torch.testing.assert_close(sample.outputs, x + y)
