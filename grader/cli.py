@@ -11,6 +11,7 @@ from tabulate import tabulate
 
 from grader import __version__
 from grader.catalog import UnknownKataError, all_katas, get_kata
+from grader.cli_results import COMMANDS as RESULTS_COMMANDS, db_option, handle_option, record_or_warn
 from grader.kata import KataFormatError
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -112,7 +113,10 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
 @click.option("--seed", type=int, help="Fix the input seed (to reproduce a failure); default: a fresh secret one.")
 @click.option("--kata", "kata_name", shell_complete=_complete_kata,
               help="Grade PATH against this kata, wherever the file is (default: the workspace's kata).")
-def grade(path, as_json, report, interpret, gpu, timeout, seed, kata_name):
+@handle_option
+@db_option
+@click.option("--no-record", is_flag=True, help="Do not record this grade in the results store.")
+def grade(path, as_json, report, interpret, gpu, timeout, seed, kata_name, handle, db, no_record):
     """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
     from grader.report import ReportFormatError, report_format, to_json, write_report
     from grader.runner import grade as run_grade
@@ -127,6 +131,8 @@ def grade(path, as_json, report, interpret, gpu, timeout, seed, kata_name):
     if not as_json:
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
     result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout)
+    if not no_record:
+        record_or_warn(result, db, handle)
     if report:
         write_report(result, report)
     if as_json:
@@ -215,3 +221,7 @@ def selftest(katas, interpret, gpu, as_json):
                 which = "reference" if bad is r.reference else "stub"
                 click.echo(f"\n{r.kata} {which}: {bad.message or bad.status}")
     sys.exit(EXIT_PASS if all(r.ok for r in results) else EXIT_FAIL)
+
+
+for _command in RESULTS_COMMANDS:  # history, export, import, leaderboard
+    main.add_command(_command)
