@@ -183,16 +183,20 @@ def _schema_version(conn: sqlite3.Connection) -> int:
     return conn.execute("PRAGMA user_version").fetchone()[0]
 
 
+def _refuse_newer(version: int, db_path: Path) -> None:
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"The results store {db_path} has schema version {version}, newer than this "
+            f"triton-kata knows ({SCHEMA_VERSION}): upgrade triton-kata, or choose another "
+            "store with --db or KATA_DB.")
+
+
 def _migrate(conn: sqlite3.Connection, db_path: Path) -> None:
     if _schema_version(conn) == SCHEMA_VERSION:
         return
     with _transaction(conn):
         version = _schema_version(conn)  # again, under the write lock: another process may have done it
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"The results store {db_path} has schema version {version}, newer than this "
-                f"triton-kata knows ({SCHEMA_VERSION}): upgrade triton-kata, or choose another "
-                "store with --db or KATA_DB.")
+        _refuse_newer(version, db_path)
         for step in MIGRATIONS[version:]:
             step(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # part of the same transaction
@@ -234,6 +238,7 @@ def _open(db_path: Path) -> Iterator[sqlite3.Connection]:
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        _refuse_newer(_schema_version(conn), db_path)  # before anything writes to the file
         conn.execute("PRAGMA foreign_keys = ON")
         _retry_while_locked(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone())
         conn.execute("PRAGMA synchronous = FULL")  # a committed grade survives a power cut too
