@@ -24,6 +24,8 @@ from grader.cli import main
 CHROMIUM = os.environ.get("KATA_CHROMIUM") or next(
     (p for p in (shutil.which("chromium"), shutil.which("chromium-browser"), shutil.which("google-chrome"))
      if p), None)
+if CHROMIUM is None and os.environ.get("KATA_REQUIRE_CHROMIUM"):  # set by .ci/run
+    raise RuntimeError("KATA_REQUIRE_CHROMIUM is set but no chromium is on PATH")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
 
 # Colours the page's CSS gives the speedup bars, the roofline bars and the table headers.
