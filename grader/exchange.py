@@ -16,7 +16,7 @@ from typing import Any
 
 from grader import __version__
 from grader.handle import HANDLE_PATTERN
-from grader.store import StoredGrade, utc_now
+from grader.store import LABEL_PATTERN, StoredGrade, utc_now
 
 SCHEMA = "triton-kata/results/1"
 SCHEMA_PREFIX = "triton-kata/results/"
@@ -26,8 +26,7 @@ ENVELOPE_FIELDS = {"schema", "exported_at", "exported_by", "grader_version", "co
 RECORD_FIELDS = {"id", "handle", "graded_at", "label", "grade", "sha256"}
 ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 SHA256_PATTERN = re.compile(r"^[0-9a-f]{64}$")
-LABEL_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
-KATA_PATTERN = re.compile(r"^[A-Za-z_][\w-]{0,63}$")
+KATA_PATTERN = re.compile(r"^[\w.-]{1,100}$")
 # Exactly what store.utc_now writes: the time is hashed, so it is never rewritten on import.
 TIME_PATTERN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$")
 CASE_STATUSES = ("pass", "fail", "error", "skipped", "not_run")
@@ -78,7 +77,7 @@ def parse_document(data: Any, source: str) -> list[StoredGrade]:
     _exact_fields(data, ENVELOPE_FIELDS, "the file", fail)
     _check(isinstance(data["exported_at"], str) and _is_time(data["exported_at"]),
            "exported_at must be a UTC time such as 2026-01-31T12:00:00+00:00.", fail)
-    _check(isinstance(data["exported_by"], str) and HANDLE_PATTERN.match(data["exported_by"]),
+    _check(isinstance(data["exported_by"], str) and HANDLE_PATTERN.fullmatch(data["exported_by"]),
            "exported_by must be a handle.", fail)
     _check(isinstance(data["grader_version"], str), "grader_version must be a string.", fail)
     results = data["results"]
@@ -111,7 +110,7 @@ def _exact_fields(obj: dict, fields: set[str], where: str, fail) -> None:
 
 
 def _is_time(value: str) -> bool:
-    if not TIME_PATTERN.match(value):
+    if not TIME_PATTERN.fullmatch(value):
         return False
     try:
         datetime.fromisoformat(value)
@@ -125,12 +124,12 @@ def _parse_record(record: Any, where: str, fail) -> StoredGrade:
         fail(f"{where} must be an object.")
     _exact_fields(record, RECORD_FIELDS, where, fail)
     checks = [
-        (isinstance(record["id"], str) and ID_PATTERN.match(record["id"]), "id must be 32 hex digits."),
-        (isinstance(record["handle"], str) and HANDLE_PATTERN.match(record["handle"]), "handle is not a valid handle."),
+        (isinstance(record["id"], str) and ID_PATTERN.fullmatch(record["id"]), "id must be 32 hex digits."),
+        (isinstance(record["handle"], str) and HANDLE_PATTERN.fullmatch(record["handle"]), "handle is not a valid handle."),
         (isinstance(record["graded_at"], str) and _is_time(record["graded_at"]),
          "graded_at must be a UTC time such as 2026-01-31T12:00:00+00:00."),
-        (isinstance(record["label"], str) and LABEL_PATTERN.match(record["label"]), "label must be a short lower-case word."),
-        (isinstance(record["sha256"], str) and SHA256_PATTERN.match(record["sha256"]), "sha256 must be 64 hex digits."),
+        (isinstance(record["label"], str) and LABEL_PATTERN.fullmatch(record["label"]), "label must be a short lower-case word."),
+        (isinstance(record["sha256"], str) and SHA256_PATTERN.fullmatch(record["sha256"]), "sha256 must be 64 hex digits."),
         (isinstance(record["grade"], dict), "grade must be an object."),
     ]
     for ok, message in checks:
@@ -156,10 +155,10 @@ def _optional(check):
 
 _GRADE_FIELDS = {
     "schema": lambda v: v in GRADE_SCHEMAS,
-    "kata": lambda v: isinstance(v, str) and bool(KATA_PATTERN.match(v)),
+    "kata": lambda v: isinstance(v, str) and bool(KATA_PATTERN.fullmatch(v)),
     "title": lambda v: isinstance(v, str),
     "submission": lambda v: isinstance(v, str),
-    "submission_sha256": _optional(lambda v: isinstance(v, str) and bool(SHA256_PATTERN.match(v))),
+    "submission_sha256": _optional(lambda v: isinstance(v, str) and bool(SHA256_PATTERN.fullmatch(v))),
     "mode": lambda v: v in ("gpu", "interpret"),
     "status": lambda v: v in ("pass", "fail", "error"),
     "correct": lambda v: isinstance(v, bool),
@@ -169,7 +168,7 @@ _GRADE_FIELDS = {
     "roofline": _optional(lambda v: _is_number(v) and v >= 0),
     "speed_measured": lambda v: isinstance(v, bool),
     "message": lambda v: isinstance(v, str),
-    "tasks": lambda v: isinstance(v, list) and bool(v),
+    "tasks": lambda v: isinstance(v, list),
     "device": _optional(lambda v: isinstance(v, str)),
     "environment": lambda v: isinstance(v, dict),
 }

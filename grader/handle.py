@@ -21,7 +21,7 @@ class HandleError(ValueError):
 
 
 def validate_handle(handle: str) -> str:
-    if not isinstance(handle, str) or not HANDLE_PATTERN.match(handle):
+    if not isinstance(handle, str) or not HANDLE_PATTERN.fullmatch(handle):
         raise HandleError(
             f"Invalid handle {handle!r}: use 1 to 64 letters, digits, '_', '.', '@', '+' or '-', "
             "starting with a letter, digit or '_'.")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import time
 import uuid
@@ -31,6 +32,7 @@ SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process's transaction
 PRACTICE = "practice"  # the label of a plain `kata grade`; interview mode passes its own
 LOCAL, IMPORTED = "local", "import"  # where a row came from
+LABEL_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")  # a label travels in exported files
 
 
 class StoreError(Exception):
@@ -291,9 +293,12 @@ def record_grade(result: GradeResult, db_path: Path, handle: str | None = None,
                  mode_label: str | None = None) -> int:
     """Append one grade; returns its row id. handle: --handle (else KATA_HANDLE, the config
     file, the OS user); mode_label: what the grade was part of ('practice' unless given)."""
+    label = mode_label or PRACTICE
+    if not LABEL_PATTERN.fullmatch(label):
+        raise ValueError(f"Invalid mode label {label!r}: use a short lower-case word such as 'interview'.")
     grade = json.loads(json.dumps(result.to_dict(), default=str))  # exactly what --json prints
     grade.setdefault("environment", {}).setdefault("grader", __version__)
-    stored = StoredGrade(uuid.uuid4().hex, resolve_handle(handle), utc_now(), mode_label or PRACTICE, grade)
+    stored = StoredGrade(uuid.uuid4().hex, resolve_handle(handle), utc_now(), label, grade)
     with _open(db_path) as conn, _transaction(conn):
         return _insert(conn, stored, LOCAL)
 

@@ -148,6 +148,8 @@ TAMPERINGS = {
     "not a results file": (lambda d: d.update(schema="something/else"), "not a triton-kata results file"),
     "bad time": (_resealed(lambda r: r.update(graded_at="yesterday")), "graded_at must be a UTC time"),
     "bad handle": (_resealed(lambda r: r.update(handle="<b>x</b>")), "handle is not a valid handle"),
+    "handle with a newline": (_resealed(lambda r: r.update(handle="alice\n")), "handle is not a valid handle"),
+    "bad label": (_resealed(lambda r: r.update(label="Mock Interview")), "label must be a short lower-case word"),
     "bad id": (_resealed(lambda r: r.update(id="1234")), "id must be 32 hex digits"),
     "duplicate id, other content": (
         lambda d: (d["results"].append(copy.deepcopy(d["results"][1])),

@@ -43,6 +43,12 @@ def test_a_recorded_grade_round_trips_with_its_columns_and_full_json(tmp_path):
     assert stored.grade == json.loads(json.dumps(result.to_dict()))
 
 
+def test_a_mode_label_must_be_a_short_word(tmp_path):
+    with pytest.raises(ValueError, match="Invalid mode label"):
+        store.record_grade(make_grade(), tmp_path / "r.sqlite", handle="alice", mode_label="Mock interview")
+    assert not (tmp_path / "r.sqlite").exists()
+
+
 def test_unknown_fields_a_newer_grader_adds_are_kept(tmp_path):
     class WithCheat(GradeResult):
         def to_dict(self):
@@ -71,8 +77,11 @@ def test_handle_comes_from_option_then_env_then_config_then_os_user(tmp_path, mo
     monkeypatch.setenv("KATA_HANDLE", "from-env")
     assert resolve_handle() == "from-env"
     assert resolve_handle("explicit") == "explicit"
+    for bad in ("<script>", "alice\n", "-dash-first", "x" * 65):
+        with pytest.raises(HandleError, match="Invalid handle"):
+            resolve_handle(bad)
     with pytest.raises(HandleError, match="Invalid handle"):
-        resolve_handle("<script>")
+        store.record_grade(make_grade(), tmp_path / "r.sqlite", handle="x y")
     config.write_text("handle: [unclosed\n")
     monkeypatch.delenv("KATA_HANDLE")
     with pytest.raises(HandleError, match="config file"):
