@@ -11,6 +11,7 @@ from tabulate import tabulate
 
 from grader import __version__
 from grader.catalog import UnknownKataError, all_katas, get_kata
+from grader.cli_results import COMMANDS as RESULTS_COMMANDS, db_option, handle_option, record_or_warn
 from grader.kata import KataFormatError
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -114,7 +115,10 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
 @click.option("--seed", type=int, help="Fix the input seed (to reproduce a failure); default: a fresh secret one.")
 @click.option("--kata", "kata_name", shell_complete=_complete_kata,
               help="Grade PATH against this kata, wherever the file is (default: the workspace's kata).")
-def grade(path, as_json, report, interpret, gpu, timeout, memory_gib, seed, kata_name):
+@handle_option
+@db_option
+@click.option("--no-record", is_flag=True, help="Do not record this grade in the results store.")
+def grade(path, as_json, report, interpret, gpu, timeout, memory_gib, seed, kata_name, handle, db, no_record):
     """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
     from grader.report import ReportFormatError, report_format, to_json, write_report
     from grader.runner import grade as run_grade
@@ -128,9 +132,10 @@ def grade(path, as_json, report, interpret, gpu, timeout, memory_gib, seed, kata
     mode = _resolve_mode(interpret, gpu)
     if not as_json:
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
-    protected = [report.resolve()] if report else []
     result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout, memory_gib=memory_gib,
-                       protected=protected)
+                       protected=_protected_paths(report, db))
+    if not no_record:
+        record_or_warn(result, db, handle)
     if report:
         write_report(result, report)
     if as_json:
@@ -140,6 +145,14 @@ def grade(path, as_json, report, interpret, gpu, timeout, memory_gib, seed, kata
         if report:
             click.echo(f"Report written to {report}")
     sys.exit(EXIT_PASS if result.status == "pass" else EXIT_FAIL)
+
+
+def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
+    """What the submission must not write: the report and the results store (with its WAL files)."""
+    from grader.cli_results import _db
+    store = Path(_db(db)).resolve()
+    paths = [store, store.with_name(store.name + "-wal"), store.with_name(store.name + "-shm")]
+    return ([report.resolve()] if report else []) + paths
 
 
 def format_result(result) -> str:
@@ -223,3 +236,7 @@ def selftest(katas, interpret, gpu, as_json):
                 which = "reference" if bad is r.reference else "stub"
                 click.echo(f"\n{r.kata} {which}: {bad.message or bad.status}")
     sys.exit(EXIT_PASS if all(r.ok for r in results) else EXIT_FAIL)
+
+
+for _command in RESULTS_COMMANDS:  # history, export, import, leaderboard
+    main.add_command(_command)

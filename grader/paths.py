@@ -39,3 +39,19 @@ def cache_dir() -> Path:
         return Path(os.environ["KATA_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or (Path.home() / ".cache")
     return Path(base) / "triton-kata"
+
+
+def data_dir() -> Path:
+    """Per-user data (the results store); KATA_DATA_DIR overrides it."""
+    if os.environ.get("KATA_DATA_DIR"):
+        return Path(os.environ["KATA_DATA_DIR"])
+    base = os.environ.get("XDG_DATA_HOME") or (Path.home() / ".local" / "share")
+    return Path(base) / "triton-kata"
+
+
+def config_file() -> Path:
+    """Per-user settings (e.g. `handle: alice`); KATA_CONFIG overrides its path."""
+    if os.environ.get("KATA_CONFIG"):
+        return Path(os.environ["KATA_CONFIG"])
+    base = os.environ.get("XDG_CONFIG_HOME") or (Path.home() / ".config")
+    return Path(base) / "triton-kata" / "config.yaml"

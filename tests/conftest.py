@@ -26,6 +26,19 @@ def expected_failures(path: Path) -> list[str]:
     return re.findall(r"^# expect-fail:\s*(\S+)", path.read_text(), flags=re.M)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_results_store(tmp_path_factory):
+    """Every `kata grade` in the tests records into a throw-away store, never the user's, and
+    no personal handle or config file leaks in."""
+    with pytest.MonkeyPatch.context() as mp:
+        home = tmp_path_factory.mktemp("kata-user")
+        mp.setenv("KATA_DATA_DIR", str(home / "data"))
+        mp.setenv("KATA_CONFIG", str(home / "config.yaml"))
+        mp.delenv("KATA_DB", raising=False)
+        mp.delenv("KATA_HANDLE", raising=False)
+        yield home
+
+
 @pytest.fixture(scope="session")
 def grade_interpret():
     """grade(kata_name, path, **kw) in interpreter mode, memoised per (kata, path) without kw."""
