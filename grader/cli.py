@@ -51,14 +51,22 @@ def main():
 
 
 @main.command("list")
-def list_katas():
-    """Show the katas: name, difficulty, topics and time budget."""
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              help="Where your workspaces are, for status and best score (default: here).")
+def list_katas(directory):
+    """Show the katas: difficulty, topics, time budget, your status and best score."""
+    from grader.progress import progress_by_kata
     try:
         katas = all_katas()
     except KataFormatError as exc:
         _usage_error(f"A kata is broken: {exc}")
-    rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min") for k in katas]
-    click.echo(tabulate(rows, headers=["kata", "title", "difficulty", "topics", "time"]))
+    progress, warnings = progress_by_kata(katas, directory)
+    rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min", progress[k.name].status,
+             "-" if progress[k.name].best_score is None else f"{progress[k.name].best_score:g}")
+            for k in katas]
+    click.echo(tabulate(rows, headers=["kata", "title", "difficulty", "topics", "time", "status", "best"]))
+    for warning in warnings:
+        click.echo(f"Warning: {warning}", err=True)
 
 
 @main.command()
@@ -127,6 +135,8 @@ def grade(path, as_json, report, interpret, gpu, timeout, seed, kata_name):
     if not as_json:
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
     result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout)
+    from grader.cli_interview import after_grade
+    after_grade(solution, result)  # the workspace's record: kata list, kata solution, interviews
     if report:
         write_report(result, report)
     if as_json:
@@ -215,3 +225,12 @@ def selftest(katas, interpret, gpu, as_json):
                 which = "reference" if bad is r.reference else "stub"
                 click.echo(f"\n{r.kata} {which}: {bad.message or bad.status}")
     sys.exit(EXIT_PASS if all(r.ok for r in results) else EXIT_FAIL)
+
+
+def _register_learner_commands() -> None:
+    from grader.cli_interview import COMMANDS  # hint, watch, reset, solution, interview
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_register_learner_commands()
