@@ -45,6 +45,8 @@ def main():
       kata list                 the catalogue
       kata new softmax          ./softmax/solution.py + ./softmax/README.md
       kata grade softmax        hidden tests (and speed on a GPU), a scored report
+      kata hint softmax         the next of 3 hints
+      kata interview start      a timed mock interview with a graded debrief
 
     Exit codes: 0 pass, 1 fail, 2 usage error.
     """
