@@ -46,20 +46,30 @@ def main():
       kata list                 the catalogue
       kata new softmax          ./softmax/solution.py + ./softmax/README.md
       kata grade softmax        hidden tests (and speed on a GPU), a scored report
+      kata hint softmax         the next of 3 hints
+      kata interview start      a timed mock interview with a graded debrief
 
     Exit codes: 0 pass, 1 fail, 2 usage error.
     """
 
 
 @main.command("list")
-def list_katas():
-    """Show the katas: name, difficulty, topics and time budget."""
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              help="Where your workspaces are, for status and best score (default: here).")
+def list_katas(directory):
+    """Show the katas: difficulty, topics, time budget, your status and best score."""
+    from grader.progress import progress_by_kata
     try:
         katas = all_katas()
     except KataFormatError as exc:
         _usage_error(f"A kata is broken: {exc}")
-    rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min") for k in katas]
-    click.echo(tabulate(rows, headers=["kata", "title", "difficulty", "topics", "time"]))
+    progress, warnings = progress_by_kata(katas, directory)
+    rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min", progress[k.name].status,
+             "-" if progress[k.name].best_score is None else f"{progress[k.name].best_score:g}")
+            for k in katas]
+    click.echo(tabulate(rows, headers=["kata", "title", "difficulty", "topics", "time", "status", "best"]))
+    for warning in warnings:
+        click.echo(f"Warning: {warning}", err=True)
 
 
 @main.command()
@@ -136,6 +146,8 @@ def grade(path, as_json, report, interpret, gpu, timeout, memory_gib, seed, kata
                        protected=_protected_paths(report, db))
     if not no_record:
         record_or_warn(result, db, handle)
+    from grader.cli_interview import after_grade
+    after_grade(solution, result)  # the workspace's record: kata list, kata solution, interviews
     if report:
         write_report(result, report)
     if as_json:
@@ -240,3 +252,12 @@ def selftest(katas, interpret, gpu, as_json):
 
 for _command in RESULTS_COMMANDS:  # history, export, import, leaderboard
     main.add_command(_command)
+
+
+def _register_learner_commands() -> None:
+    from grader.cli_interview import COMMANDS  # hint, watch, reset, solution, interview
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_register_learner_commands()

@@ -92,3 +92,73 @@ def _kata_of(workspace: Path) -> Kata:
     raise WorkspaceError(
         f"{workspace} is not a kata workspace: it has no {MARKER} and is not named after a kata. "
         "Create one with `kata new KATA`, or grade a file inside a workspace.")
+
+
+def workspace_kata_name(directory: Path) -> str | None:
+    """The kata a folder is a workspace of (its marker, else its name), or None."""
+    directory = Path(directory)
+    marker = directory / MARKER
+    if marker.is_file():
+        try:
+            name = (yaml.safe_load(marker.read_text()) or {}).get("kata")
+        except (yaml.YAMLError, AttributeError):
+            return None
+        return name if isinstance(name, str) else None
+    if (directory / SOLUTION).is_file() and directory.resolve().name in kata_dirs():
+        return directory.resolve().name
+    return None
+
+
+def find_workspace(kata_name: str | None, directory: Path) -> tuple[Kata, Path]:
+    """(kata, workspace folder) for `kata hint/reset/solution`.
+
+    With a kata name: DIR/KATA (as `kata new --dir DIR` made it) or DIR itself when it is that
+    kata's workspace. Without: DIR must be a workspace.
+    """
+    directory = Path(directory)
+    if kata_name is None:
+        name = workspace_kata_name(directory)
+        if name is None:
+            raise WorkspaceError(f"{directory} is not a kata workspace: name the kata (e.g. "
+                                 "`kata hint softmax`) or run this inside a workspace.")
+        return get_kata(name), directory
+    kata = get_kata(kata_name)
+    for candidate in (directory / kata_name, directory):
+        if candidate.is_dir() and workspace_kata_name(candidate) == kata_name:
+            return kata, candidate
+    raise WorkspaceError(f"No workspace for '{kata_name}' in {directory}: create one with "
+                         f"`kata new {kata_name}`, or point --dir at the folder that holds it.")
+
+
+@dataclass
+class Reset:
+    solution: Path
+    backup: Path | None  # None when there was nothing to keep
+    changed: bool  # False when the solution already was the stub
+
+
+def reset_solution(kata: Kata, workspace: Path) -> Reset:
+    """Put the stub back in WORKSPACE/solution.py, first copying the old file to the next free
+    solution.bakN.py (an earlier backup is never overwritten)."""
+    solution = Path(workspace) / SOLUTION
+    stub = kata.stub_path.read_bytes()
+    if solution.is_file() and solution.read_bytes() == stub:
+        return Reset(solution, None, False)
+    backup = None
+    if solution.is_file():
+        backup = _claim_backup_path(solution)
+        backup.write_bytes(solution.read_bytes())
+        shutil.copystat(solution, backup)
+    solution.write_bytes(stub)
+    return Reset(solution, backup, True)
+
+
+def _claim_backup_path(solution: Path) -> Path:
+    number = 1
+    while True:
+        candidate = solution.with_name(f"{solution.stem}.bak{number}{solution.suffix}")
+        try:
+            with open(candidate, "x"):  # exclusive create: two resets never share a name
+                return candidate
+        except FileExistsError:
+            number += 1

@@ -1,0 +1,293 @@
+"""Mock interviews: selection, the clock (KATA_NOW, never sleeping), lateness, hints, reveals,
+the verdict, a damaged state file, and the debrief in both formats.
+
+Grades are fakes (fakes.fake_grade) except in test_a_real_interview_end_to_end.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fakes import PASS_MARK, fake_grade, fake_result
+from test_learner import run_kata
+
+from grader import cli_interview
+from grader.catalog import all_katas, get_kata
+from grader.cli import main
+from grader.debrief import render_debrief
+from grader.interview import (InterviewError, Interview, InterviewKata, STATE_FILE, load_interview,
+                              pick_katas, save_interview, summarise, verdict)
+from grader.progress import FAILING, PASSING, KataProgress, record_grade
+from grader.runner import grade as real_grade  # bound before the autouse fixture replaces it
+
+T0 = datetime(2026, 1, 5, 10, 0, tzinfo=timezone.utc)
+
+
+def at(minutes: float) -> dict[str, str]:
+    """The environment that sets the clock to T0 + minutes."""
+    return {"KATA_NOW": (T0 + timedelta(minutes=minutes)).isoformat()}
+
+
+def kata_cli(*args, minutes: float = 0, input=None):
+    return CliRunner().invoke(main, [str(a) for a in args], env=at(minutes), input=input)
+
+
+@pytest.fixture(autouse=True)
+def no_store_and_fake_grading(monkeypatch):
+    monkeypatch.setitem(sys.modules, "grader.store", None)  # progress from workspaces only
+    monkeypatch.setattr("grader.runner.grade", fake_grade)
+
+
+def start(tmp_path, *extra, minutes: float = 0) -> Path:
+    folder = tmp_path / "iv"
+    result = kata_cli("interview", "start", "--dir", folder, *extra, minutes=minutes)
+    assert result.exit_code == 0, result.output
+    return folder
+
+
+def solve(folder: Path, kata: str) -> None:
+    (folder / kata / "solution.py").write_text(PASS_MARK + "\n")
+
+
+# --- choosing katas -------------------------------------------------------------------------
+
+def test_pick_puts_unsolved_katas_first_then_the_weakest():
+    katas = all_katas()
+    progress = {"vector_add": KataProgress("vector_add", PASSING, 50.0),
+                "softmax": KataProgress("softmax", FAILING, 0.0)}
+    assert [k.name for k in pick_katas(katas, progress, 2, seed=1)] == ["rms_norm", "softmax"]
+    progress["rms_norm"] = KataProgress("rms_norm", PASSING, 40.0)
+    assert [k.name for k in pick_katas(katas, progress, 3, seed=1)] == ["softmax", "rms_norm", "vector_add"]
+
+
+def test_pick_is_reproducible_with_a_seed_and_filters():
+    katas = all_katas()
+    picks = {tuple(k.name for k in pick_katas(katas, {}, 2, seed=s)) for s in range(20)}
+    assert len(picks) > 1  # the seed matters...
+    assert [k.name for k in pick_katas(katas, {}, 2, seed=7)] == [k.name for k in pick_katas(katas, {}, 2, seed=7)]
+    assert [k.name for k in pick_katas(katas, {}, 3, seed=7, difficulty="easy")] == ["vector_add"]
+    assert {k.name for k in pick_katas(katas, {}, 3, seed=7, topic="Reduction")} == {"softmax", "rms_norm"}
+    with pytest.raises(InterviewError, match="No kata matches difficulty hard"):
+        pick_katas(katas, {}, 2, seed=7, difficulty="hard")
+
+
+def test_start_scaffolds_the_katas_and_prints_the_plan(tmp_path):
+    result = kata_cli("interview", "start", "--dir", tmp_path / "iv", "--count", "2", "--seed", "5")
+    assert result.exit_code == 0, result.output
+    state = json.loads((tmp_path / "iv" / STATE_FILE).read_text())
+    names = [k["name"] for k in state["katas"]]
+    assert len(names) == 2 and state["seed"] == 5 and state["status"] == "running"
+    budget = sum(get_kata(n).minutes for n in names)
+    assert state["minutes"] == budget  # the default countdown: the katas' budgets added up
+    assert state["deadline"] == (T0 + timedelta(minutes=budget)).isoformat()
+    for name in names:
+        assert (tmp_path / "iv" / name / "solution.py").read_text() == get_kata(name).stub_path.read_text()
+        assert name in result.output
+    assert "Seed 5" in result.output and f"{budget} min" in result.output
+
+    again = kata_cli("interview", "start", "--dir", tmp_path / "iv2", "--count", "2", "--seed", "5")
+    assert [k["name"] for k in json.loads((tmp_path / "iv2" / STATE_FILE).read_text())["katas"]] == names
+
+
+def test_start_needs_a_new_folder(tmp_path):
+    folder = start(tmp_path, "--count", "1")
+    before = (folder / STATE_FILE).read_text()
+    again = kata_cli("interview", "start", "--dir", folder)
+    assert again.exit_code == 2 and "already holds an interview" in again.output
+    assert (folder / STATE_FILE).read_text() == before
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    assert kata_cli("interview", "start", "--dir", tmp_path / "busy").exit_code == 2
+
+
+# --- the clock and lateness -----------------------------------------------------------------
+
+def test_state_survives_a_new_process(tmp_path):
+    folder = start(tmp_path, "--count", "2", "--minutes", "30")
+    later = run_kata("interview", "status", env_extra=at(10), cwd=folder / json.loads(
+        (folder / STATE_FILE).read_text())["katas"][0]["name"])  # from inside a kata folder
+    assert later.returncode == 0, later.stderr
+    assert "Time left 20:00 of 30 min" in later.stdout and "not graded" in later.stdout
+
+
+def test_a_grade_after_the_deadline_is_late_and_counts_half(tmp_path):
+    folder = start(tmp_path, "--difficulty", "medium", "--count", "2", "--minutes", "30", "--seed", "1")
+    first, second = [k["name"] for k in json.loads((folder / STATE_FILE).read_text())["katas"]]
+    solve(folder, first)
+    on_time = kata_cli("grade", folder / first, "--interpret", minutes=12)
+    assert on_time.exit_code == 0 and "late" not in on_time.output
+    solve(folder, second)
+    late = kata_cli("grade", folder / second, "--interpret", minutes=35)
+    assert late.exit_code == 0 and "recorded as late" in late.output
+
+    status = kata_cli("interview", "status", "--dir", folder, minutes=36)
+    assert "Time is up" in status.output and "6:00 ago" in status.output
+    assert "passing (late)" in status.output
+
+    submitted = kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=40)
+    assert submitted.exit_code == 0, submitted.output
+    state = json.loads((folder / STATE_FILE).read_text())
+    assert state["status"] == "submitted" and state["closed_at"] == (T0 + timedelta(minutes=40)).isoformat()
+    outcomes = {o["kata"]: o for o in state["summary"]["outcomes"]}
+    assert (outcomes[first]["state"], outcomes[first]["score"], outcomes[first]["late"]) == ("passing", 100, False)
+    assert (outcomes[second]["state"], outcomes[second]["score"], outcomes[second]["late"]) == ("passing (late)", 50, True)
+    # time used: start to the last passing grade; submit's re-grade of the same file does not move it
+    assert outcomes[first]["time_used_s"] == 12 * 60 and outcomes[second]["time_used_s"] == 35 * 60
+    assert state["summary"]["score"] == 75 and state["summary"]["verdict"] == "hire"
+    assert "Verdict: hire (75 / 100)" in submitted.output
+
+    after = kata_cli("grade", folder / first, "--interpret", minutes=41)
+    assert "does not count" in after.output
+
+
+def test_hints_in_an_interview_cost_points(tmp_path):
+    folder = start(tmp_path, "--difficulty", "easy", "--count", "1")
+    hint = kata_cli("hint", "vector_add", "--dir", folder, minutes=1)
+    assert "this hint costs 5 points" in hint.output
+    kata_cli("hint", "--dir", folder / "vector_add", minutes=2)
+    solve(folder, "vector_add")
+    submitted = kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=5)
+    outcome = json.loads((folder / STATE_FILE).read_text())["summary"]["outcomes"][0]
+    assert (outcome["hints_taken"], outcome["hint_cost"], outcome["score"]) == (2, 15, 85)
+    assert "strong hire (85 / 100)" in submitted.output
+
+
+def test_revealing_the_solution_in_an_interview_scores_zero(tmp_path):
+    folder = start(tmp_path, "--difficulty", "easy", "--count", "1")
+    solve(folder, "vector_add")
+    kata_cli("grade", folder / "vector_add", "--interpret", minutes=3)
+    refused = kata_cli("solution", "vector_add", "--dir", folder, minutes=4)
+    assert refused.exit_code == 1 and "interview is running" in refused.output
+    forced = kata_cli("solution", "vector_add", "--dir", folder, "--force", minutes=4)
+    assert forced.exit_code == 0 and "def vector_add" in forced.output
+    kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=5)
+    summary = json.loads((folder / STATE_FILE).read_text())["summary"]
+    assert summary["outcomes"][0]["revealed"] and summary["score"] == 0 and summary["verdict"] == "no hire"
+    assert "revealed" in (folder / "debrief.md").read_text()
+
+
+@pytest.mark.parametrize("score, clean, expected", [
+    (100, True, "strong hire"), (85, True, "strong hire"), (95, False, "hire"), (84.9, True, "hire"),
+    (65, True, "hire"), (64.9, True, "lean no hire"), (40, False, "lean no hire"), (39.9, True, "no hire"),
+    (0, False, "no hire"),
+])
+def test_verdict_rule(score, clean, expected):
+    assert verdict(score, clean) == expected
+
+
+# --- status, abandon, submit once -----------------------------------------------------------
+
+def test_status_watch_counts_down_and_stops(tmp_path, monkeypatch):
+    folder = start(tmp_path, "--count", "1", "--minutes", "10")
+    done = kata_cli("interview", "status", "--dir", folder, "--watch", minutes=11)
+    assert done.exit_code == 0 and done.output.count("Time is up") == 2
+
+    naps = []
+
+    def fake_sleep(seconds):
+        naps.append(seconds)
+        if len(naps) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_interview, "sleep", fake_sleep)
+    stopped = kata_cli("interview", "status", "--dir", folder, "--watch", minutes=9)
+    assert stopped.exit_code == 0 and "time left 1:00" in stopped.output
+    assert "Stopped the countdown" in stopped.output and naps == [1.0, 1.0]
+
+
+def test_abandon_then_nothing_more(tmp_path):
+    folder = start(tmp_path, "--count", "1")
+    assert kata_cli("interview", "abandon", "--dir", folder, input="n\n").exit_code == 1
+    assert json.loads((folder / STATE_FILE).read_text())["status"] == "running"
+    assert kata_cli("interview", "abandon", "--dir", folder, "--yes", minutes=3).exit_code == 0
+    state = json.loads((folder / STATE_FILE).read_text())
+    assert state["status"] == "abandoned" and state["closed_at"] == (T0 + timedelta(minutes=3)).isoformat()
+    assert "abandoned" in kata_cli("interview", "status", "--dir", folder).output
+    submit = kata_cli("interview", "submit", "--dir", folder, "--interpret")
+    assert submit.exit_code == 2 and "already abandoned" in submit.output
+
+
+def test_submit_only_once(tmp_path):
+    folder = start(tmp_path, "--count", "1")
+    assert kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=2).exit_code == 0
+    again = kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=3)
+    assert again.exit_code == 2 and "already submitted" in again.output
+    shown = kata_cli("interview", "status", "--dir", folder)
+    assert "submitted" in shown.output and "debrief.html" in shown.output
+
+
+def test_no_interview_here_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = kata_cli("interview", "status")
+    assert result.exit_code == 2 and "kata interview start" in result.output
+
+
+@pytest.mark.parametrize("damage", ["{truncated", '{"schema": "triton-kata/interview/1"}', "[]"])
+def test_a_damaged_state_file_is_a_clear_error_and_loses_nothing(tmp_path, damage):
+    folder = start(tmp_path, "--count", "2")
+    names = [k["name"] for k in json.loads((folder / STATE_FILE).read_text())["katas"]]
+    for name in names:
+        (folder / name / "solution.py").write_text(f"# my {name} work\n")
+    (folder / STATE_FILE).write_text(damage)
+    for command in (["status"], ["submit", "--interpret"], ["abandon", "--yes"]):
+        result = kata_cli("interview", *command, "--dir", folder, minutes=5)
+        assert result.exit_code == 2, command
+        assert str(folder.resolve() / STATE_FILE) in result.output and "damaged" in result.output
+        assert "left as it is" in result.output and "kata interview start --dir" in result.output
+    assert (folder / STATE_FILE).read_text() == damage
+    for name in names:
+        assert (folder / name / "solution.py").read_text() == f"# my {name} work\n"
+    assert not (folder / "debrief.md").exists()
+
+
+# --- the debrief ----------------------------------------------------------------------------
+
+def test_debrief_renders_the_figures_in_both_formats(tmp_path):
+    folder = tmp_path / "iv"
+    (folder / "softmax").mkdir(parents=True)
+    (folder / "vector_add").mkdir()
+    itv = Interview(folder=folder, started_at=T0, deadline=T0 + timedelta(minutes=35), minutes=35, seed=9,
+                    katas=[InterviewKata("softmax", 25), InterviewKata("vector_add", 10)], mode="gpu")
+    save_interview(itv)
+    record_grade(folder / "softmax", fake_result("softmax", "pass", "gpu", score=88.4, speedup=1.234,
+                                                 roofline=0.71, threshold=1.0), T0 + timedelta(minutes=12))
+    record_grade(folder / "vector_add", fake_result(
+        "vector_add", "fail", "gpu", score=0, speedup=0.5, roofline=0.3,
+        message="1 case(s) failed; first: vector_add/odd_tail: <script>x</script> differs"), T0 + timedelta(minutes=30))
+    from grader.hints import take_hint
+    take_hint(get_kata("softmax"), folder / "softmax", T0 + timedelta(minutes=5))
+    itv = load_interview(folder)
+    summary = summarise(itv, {"softmax": get_kata("softmax"), "vector_add": get_kata("vector_add")},
+                        T0 + timedelta(minutes=31))
+    assert summary.score == 41.7 and summary.verdict == "lean no hire"  # (88.4 - 5 + 0) / 2
+
+    for fmt in ("md", "html"):
+        text = render_debrief(summary, fmt)
+        for figure in ("lean no hire", "41.7", "83.4", "88.4", "1.23x", "71%", "1/3 (-5)", "0/3 (-0)",
+                       "12:00", "(25 min)", "31:00", "odd_tail", "numerical stability", "masking",
+                       "strong hire: score &gt;= 85" if fmt == "html" else "strong hire: score >= 85"):
+            assert figure in text, (fmt, figure)
+    html = render_debrief(summary, "html")
+    assert html.startswith("<!DOCTYPE html>") and "<style>" in html and "<script>" not in html
+    assert "&lt;script&gt;" in html
+    assert render_debrief(summary, "md").startswith("# Interview debrief: LEAN NO HIRE (41.7 / 100)")
+
+
+# --- for real -------------------------------------------------------------------------------
+
+def test_a_real_interview_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.setattr("grader.runner.grade", real_grade)
+    folder = start(tmp_path, "--difficulty", "easy", "--count", "1")
+    shutil.copyfile(get_kata("vector_add").reference_path, folder / "vector_add" / "solution.py")
+    result = kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=8)
+    assert result.exit_code == 0, result.output
+    assert "vector_add PASS" in result.output and "strong hire (100 / 100)" in result.output
+    md = (folder / "debrief.md").read_text()
+    assert "| `vector_add` | passing | **100** | 50 / 50 (100%) | yes |" in md
+    assert "8:00 (10 min)" in md and (folder / "debrief.html").is_file()
