@@ -161,10 +161,13 @@ def grade(path, as_json, report, interpret, gpu, timeout, memory_gib, seed, kata
 
 def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
     """What the submission must not write: the report and the results store (with its WAL files)."""
-    from grader.cli_results import _db
-    store = Path(_db(db)).resolve()
-    paths = [store, store.with_name(store.name + "-wal"), store.with_name(store.name + "-shm")]
-    return ([report.resolve()] if report else []) + paths
+    paths = [report.resolve()] if report else []
+    try:
+        from grader.cli_results import _db
+        store = Path(_db(db)).resolve()
+    except ImportError:  # no results store to protect
+        return paths
+    return paths + [store, store.with_name(store.name + "-wal"), store.with_name(store.name + "-shm")]
 
 
 def format_result(result) -> str:
@@ -204,8 +207,12 @@ def format_result(result) -> str:
             lines.append(f"  ... and {len(failing) - MAX_LISTED} more")
     if result.cheats:
         lines += ["", click.style(f"rejected as a cheat: {result.cheat}", fg="red", bold=True)]
-        lines += [f"  {c['reason']}" + (f" ({c['case']})" if c["case"] else "") + f": {c['message'].splitlines()[0][:200]}"
-                  for c in result.cheats[:MAX_LISTED]]
+        by_reason: dict[str, list[dict]] = {}
+        for c in result.cheats:
+            by_reason.setdefault(c["reason"], []).append(c)
+        for reason, seen in by_reason.items():
+            where = f" in {len(seen)} case(s), first {seen[0]['case']}" if seen[0]["case"] else ""
+            lines.append(f"  {reason}{where}: {(seen[0]['message'].splitlines() or [''])[0][:200]}")
     if result.message:
         lines += ["", result.message]
     if result.output.strip():

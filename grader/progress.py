@@ -12,6 +12,8 @@ crash never leaves half a record; a damaged record is reported, never overwritte
 
 from __future__ import annotations
 
+import importlib
+
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -167,7 +169,8 @@ def store_bests() -> tuple[dict[str, Any], str | None]:
     workspace records are the only source. The second value is a warning to show, if any.
     """
     try:
-        from grader import store
+        # import_module consults sys.modules first (the package attribute may be stale).
+        store = importlib.import_module("grader.store")
     except ImportError:
         return {}, None
     try:

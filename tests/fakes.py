@@ -33,7 +33,8 @@ def fake_result(kata: str = "vector_add", status: str = "pass", mode: str = "int
         message=message, score_breakdown=breakdown, speed_measured=speed_measured, seed=1)
 
 
-def fake_grade(kata, solution, mode=None, *, seed=None, timeout_s=None) -> GradeResult:
+def fake_grade(kata, solution, mode=None, *, seed=None, timeout_s=None, memory_gib=None,
+               protected=()) -> GradeResult:
     """Stands in for grader.runner.grade: passes when the file holds PASS_MARK."""
     text = Path(solution).read_text()
     status = "pass" if PASS_MARK in text else "fail"

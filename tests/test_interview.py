@@ -291,3 +291,18 @@ def test_a_real_interview_end_to_end(tmp_path, monkeypatch):
     md = (folder / "debrief.md").read_text()
     assert "| `vector_add` | passing | **100** | 50 / 50 (100%) | yes |" in md
     assert "8:00 (10 min)" in md and (folder / "debrief.html").is_file()
+
+
+def test_interview_grades_are_recorded_in_the_store(tmp_path, monkeypatch):
+    monkeypatch.delitem(sys.modules, "grader.store")  # the autouse fixture hid the store
+    from grader import store
+
+    monkeypatch.setattr("grader.runner.grade", real_grade)
+    db = tmp_path / "results.sqlite"
+    monkeypatch.setenv("KATA_DB", str(db))
+    folder = start(tmp_path, "--difficulty", "easy", "--count", "1")
+    shutil.copyfile(get_kata("vector_add").reference_path, folder / "vector_add" / "solution.py")
+    result = kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=8)
+    assert result.exit_code == 0, result.output
+    rows = store.attempts(db)
+    assert [(a.kata, a.label, a.status) for a in rows] == [("vector_add", "interview", "pass")]

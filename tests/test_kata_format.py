@@ -98,6 +98,7 @@ def _grade_fixture(path: Path):
 def test_fixture_kata_reference_passes_every_task(fixture_katas):
     result = _grade_fixture(FIXTURES / "reference" / "toy_multi.py")
     assert result.status == "pass", result.message
+    assert result.cheat is None and result.cheats == []
     assert [t.name for t in result.tasks] == ["sgd_step", "row_max"]
     assert all(t.correct for t in result.tasks)
 

@@ -33,6 +33,7 @@ def test_reference_passes(name, grade_interpret):
     result = grade_interpret(name, kata.reference_path)
     assert result.status == "pass", result.message
     assert result.correct and result.score == 50
+    assert result.cheat is None and result.cheats == []  # honest solutions are never flagged
     ran = [c for c in result.cases if c.status != "skipped"]
     assert len(ran) >= 8 and all(c.status == "pass" for c in ran)
     assert all(c.max_abs_err is not None for c in ran)
