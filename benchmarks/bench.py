@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
+import itertools
 import json
 import statistics
 import sys
@@ -24,8 +25,14 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader.catalog import all_katas, get_kata  # noqa: E402
-from grader.timing import floor_ms, measure_ceilings, median_ms, rotating  # noqa: E402
-from grader.worker import case_seed  # noqa: E402
+from grader.inputs import case_seed  # noqa: E402
+from grader.timing import floor_ms, measure_ceilings, median_ms  # noqa: E402
+
+
+def rotating(fn, input_sets):
+    """A callable that feeds fn a different input set on each call, so no call can replay the last."""
+    cycle = itertools.cycle(input_sets)
+    return lambda: fn(*next(cycle))
 
 ROUNDS = 3
 

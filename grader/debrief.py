@@ -7,21 +7,16 @@ from pathlib import Path
 import jinja2
 
 from grader.clock import format_duration
-from grader.paths import templates_dir
 
 DEBRIEF_FILES = {"md": "debrief.md", "html": "debrief.html"}
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
-        autoescape=jinja2.select_autoescape(["html.j2"]),
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-    )
+    from grader.report import template_environment
+
+    env = template_environment()
     env.filters["duration"] = format_duration
-    env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.0f}%"
-    env.filters["speed"] = lambda v: "-" if v is None else f"{v:.2f}x"
+    env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.0f}%"  # whole percents here
     env.filters["points"] = lambda v: "-" if v is None else f"{v:g}"
     return env
 

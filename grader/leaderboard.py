@@ -189,8 +189,8 @@ def build_leaderboard(attempts: list[Attempt], kata: str | None = None,
 
 def render_leaderboard(board: Leaderboard, fmt: str) -> str:
     """fmt: 'html' (one self-contained page, SVG charts) or 'md'."""
-    from grader.report import _environment  # the report filters (num, pct, speed) are shared
-    env = _environment()
+    from grader.report import template_environment  # the report filters (num, pct, speed) are shared
+    env = template_environment()
     env.filters["md"] = lambda v: str(v).replace("|", "\\|")
     template = env.get_template("leaderboard.html.j2" if fmt == "html" else "leaderboard.md.j2")
     return template.render(lb=board)

@@ -29,7 +29,8 @@ def _fmt(value, spec: str = ".3g", none: str = "-") -> str:
     return format(value, spec)
 
 
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
+    """The templates/ folder with the number filters every report, debrief and board shares."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         autoescape=jinja2.select_autoescape(["html.j2"]),
@@ -51,7 +52,7 @@ def to_json(result: GradeResult) -> str:
 
 def render_report(result: GradeResult, fmt: str) -> str:
     """fmt: 'md' or 'html'."""
-    template = _environment().get_template("report.md.j2" if fmt == "md" else "report.html.j2")
+    template = template_environment().get_template("report.md.j2" if fmt == "md" else "report.html.j2")
     return template.render(r=result, formula=FORMULA, lost=points_lost(result.tasks),
                            generated=datetime.datetime.now().astimezone().isoformat(timespec="seconds"))
 
@@ -73,7 +74,7 @@ def write_report(result: GradeResult, path: Path) -> Path:
 
 
 def render_workspace_readme(kata: Kata) -> str:
-    return _environment().get_template("workspace_readme.md.j2").render(k=kata, public_cases=public_cases(kata))
+    return template_environment().get_template("workspace_readme.md.j2").render(k=kata, public_cases=public_cases(kata))
 
 
 def public_cases(kata: Kata) -> list[dict]:
