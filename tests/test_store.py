@@ -258,3 +258,20 @@ def test_a_store_from_a_newer_grader_is_refused_untouched(tmp_path):
     with pytest.raises(store.StoreError, match="upgrade triton-kata"):
         store.attempts(db, everyone=True)
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+def test_eight_real_grades_at_once_make_eight_rows(tmp_path):
+    # Eight `kata grade` processes, each grading for real (under the interpreter) and recording
+    # into the same store at about the same time.
+    db = tmp_path / "results.sqlite"
+    reference = Path(__file__).resolve().parents[1] / "reference" / "vector_add.py"
+    env = dict(os.environ, KATA_DB=str(db), KATA_HANDLE="octo")
+    procs = [subprocess.Popen([sys.executable, "-m", "grader", "grade", str(reference), "--kata",
+                               "vector_add", "--interpret", "--json", "--seed", str(i)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for i in range(8)]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err.decode()[-500:] for _, err in outputs]
+    rows = store.attempts(db, handle="octo")
+    assert len(rows) == 8 and {r.status for r in rows} == {"pass"}
+    assert sorted(json.loads(out)["seed"] for out, _ in outputs) == list(range(8))
