@@ -43,9 +43,8 @@ def guarded_copy(t: torch.Tensor, label: str = "") -> tuple[torch.Tensor, Guarde
     body = buffer[GUARD_BYTES:GUARD_BYTES + nbytes]
     if nbytes:
         body.copy_(torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage))
-    typed = buffer.view(t.dtype) if t.element_size() > 1 else buffer.view(t.dtype)
     offset = GUARD_BYTES // t.element_size() + t.storage_offset()
-    copy = typed.as_strided(t.size(), t.stride(), offset)
+    copy = buffer.view(t.dtype).as_strided(t.size(), t.stride(), offset)
     return copy, Guarded(buffer, nbytes, label)
 
 

@@ -175,8 +175,8 @@ def _check(kata: Kata, mode: str, seed: int, plan: list[dict], events: list[dict
                "verdicts": str(tmp_path / "verdicts.json")}
     request_path = tmp_path / "check-request.json"
     request_path.write_text(json.dumps(request))
-    env = {k: v for k, v in _worker_env(mode, tmp_path / "tmp").items()}
-    done = subprocess.run([sys.executable, "-m", "grader.checker", str(request_path)], env=env,
+    done = subprocess.run([sys.executable, "-m", "grader.checker", str(request_path)],
+                          env=_worker_env(mode, tmp_path / "tmp"),
                           cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if done.returncode != 0:
         raise CheckerError(f"exit {done.returncode}:\n{done.stderr[-4000:]}")

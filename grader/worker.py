@@ -33,7 +33,7 @@ from grader.ceilings import cache_key
 from grader.compare import check_tensor_type
 from grader.guardbands import GuardedFactories, guarded_copy
 from grader.guards import resolve_forbidden, submission_guards
-from grader.inputs import AGAIN, flatten, make_case_inputs
+from grader.inputs import AGAIN, case_seed, flatten, make_case_inputs
 from grader.kata import load_kata
 from grader.timing import floor_ms, measure_ceilings, slow_first_calls, time_pair
 
@@ -212,16 +212,16 @@ class CaseRunner:
         """Call the submission once under every guard; returns the file its outputs went to."""
         args = [inputs[a] for a in self.task.args]
         before = [g.buffer.clone() for g in input_guards]
-        returned = self._call(args)
+        returned, launched = self._call(args)
         outputs = self._collect_outputs(returned, inputs)
         self._check_outputs(outputs, inputs)
         produced = sum(t.numel() for got in outputs.values() for _, t in flatten(got, "")
                        if isinstance(t, torch.Tensor))
-        if self.launched == 0 and produced and again:
+        if launched == 0 and produced and again:
             raise CaseProblem("called again with new inputs in the same buffers, it launched no "
                               "kernel and returned at once: results are cached across calls",
                               "cached_results")
-        if self.launched == 0 and produced:
+        if launched == 0 and produced:
             raise CaseProblem("no Triton kernel was launched: the outputs must be computed by "
                               "Triton kernels you launch, not by PyTorch or Python code", "no_triton_kernel")
         for guard, snapshot in zip(input_guards, before):
@@ -237,7 +237,8 @@ class CaseRunner:
                                   "input_mutated")
         return self._save(outputs)
 
-    def _call(self, args):
+    def _call(self, args) -> tuple[object, int]:
+        """(what the submission returned, how many Triton kernels it launched)."""
         seen: list[str] = []
         factories = GuardedFactories()
         threads_before = set(threading.enumerate())
@@ -271,7 +272,6 @@ class CaseRunner:
             raise CaseProblem(f"{self.task.name} raised an exception:\n{text}", status="error")
         self._check_integrity()
         self._check_concurrency(threads_before)
-        self.launched = launches.log.count
         for guard in factories.made:
             lo, hi = guard.damage()
             if lo or hi:
@@ -279,7 +279,7 @@ class CaseRunner:
                     f"wrote out of bounds: {hi or lo} byte(s) {'after the end' if hi else 'before the start'} "
                     "of a tensor it allocated (an output?) were overwritten: an unmasked store "
                     "tail, or a wrong offset", "out_of_bounds_write")
-        return returned
+        return returned, launches.log.count
 
     def _check_integrity(self) -> None:
         changed = self.snapshot.changes()
@@ -370,8 +370,6 @@ class CaseRunner:
 
     def time_case(self, planned, ceilings) -> dict:
         """Submission vs baseline on fresh input sets; sampled timed outputs saved for the checker."""
-        from grader.inputs import case_seed
-
         def make_args(salt):
             inputs = self.inputs(planned, salt)
             return tuple(inputs[a] for a in self.task.args)
