@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from grader.compare import compare_values
-from grader.inputs import AGAIN, clone, flatten, make_case_inputs
+from grader.inputs import AGAIN, clone, flatten, make_case_inputs, output_dtype
 from grader.kata import Kata, load_kata
 
 DOWNGRADES = (torch.bfloat16, torch.float16)
@@ -48,12 +48,6 @@ class Checker:
         truth = getattr(self.spec, task.reference_fn)(**clone(inputs))
         return (truth,) if len(task.outputs) == 1 else tuple(truth)
 
-    def _expected_dtype(self, output, inputs) -> torch.dtype:
-        if output.dtype in inputs:
-            leaf = next(v for _, v in flatten(inputs[output.dtype], "") if isinstance(v, torch.Tensor))
-            return leaf.dtype
-        return getattr(torch, output.dtype)
-
     def compare(self, task, inputs, saved: dict, truth=None) -> dict:
         """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches, partial}"""
         truth = truth if truth is not None else self._truth(task, inputs)
@@ -63,7 +57,7 @@ class Checker:
             exp_leaves = [t for _, t in flatten(expected, output.name)]
             if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
                 return dict(worst, ok=False, message=f"'{output.name}' is missing from the saved outputs")
-            dtype = self._expected_dtype(output, inputs)
+            dtype = output_dtype(output, inputs)
             tol = task.tolerance(str(dtype).removeprefix("torch."))
             for i, (got, exp) in enumerate(zip(got_leaves, exp_leaves)):
                 label = f"'{output.name}[{i}]'" if isinstance(expected, (list, tuple)) else f"'{output.name}'"

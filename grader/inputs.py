@@ -48,3 +48,10 @@ def clone(value):
     if isinstance(value, dict):
         return {k: clone(v) for k, v in value.items()}
     return value
+
+
+def output_dtype(output, inputs: dict) -> torch.dtype:
+    """An output's declared dtype: a dtype name, or the name of the input whose dtype it takes."""
+    if output.dtype in inputs:
+        return tensor_leaves(inputs[output.dtype])[0].dtype
+    return getattr(torch, output.dtype)

@@ -33,7 +33,7 @@ from grader.ceilings import cache_key
 from grader.compare import check_tensor_type
 from grader.guardbands import GuardedFactories, guarded_copy
 from grader.guards import resolve_forbidden, submission_guards
-from grader.inputs import AGAIN, case_seed, flatten, make_case_inputs
+from grader.inputs import AGAIN, case_seed, flatten, make_case_inputs, output_dtype
 from grader.kata import load_kata
 from grader.timing import floor_ms, measure_ceilings, slow_first_calls, time_pair
 
@@ -163,6 +163,15 @@ def _tensor_like(value) -> bool:
     return isinstance(value, torch.Tensor) or hasattr(type(value), "__torch_function__")
 
 
+def _check_bands(guard, what: str) -> None:
+    lo, hi = guard.damage()
+    if lo or hi:
+        raise CaseProblem(
+            f"wrote out of bounds: {hi or lo} byte(s) {'after the end' if hi else 'before the start'} "
+            f"of {what} were overwritten (an unmasked store tail, or a wrong offset)",
+            "out_of_bounds_write")
+
+
 class CaseProblem(Exception):
     """What the live process saw wrong with a call: a message, and a cheat when it is one."""
 
@@ -225,12 +234,7 @@ class CaseRunner:
             raise CaseProblem("no Triton kernel was launched: the outputs must be computed by "
                               "Triton kernels you launch, not by PyTorch or Python code", "no_triton_kernel")
         for guard, snapshot in zip(input_guards, before):
-            lo, hi = guard.damage()
-            if lo or hi:
-                raise CaseProblem(
-                    f"wrote out of bounds: {hi or lo} byte(s) {'after the end' if hi else 'before the start'} "
-                    f"of the input '{guard.label}' were overwritten (an unmasked load/store "
-                    "tail, or a wrong offset)", "out_of_bounds_write")
+            _check_bands(guard, f"the input '{guard.label}'")
             root = guard.label.split("[")[0]
             if root not in self.task.inplace and not torch.equal(guard.buffer, snapshot):
                 raise CaseProblem(f"input '{guard.label}' was modified; only the outputs may be written",
@@ -273,12 +277,7 @@ class CaseRunner:
         self._check_integrity()
         self._check_concurrency(threads_before)
         for guard in factories.made:
-            lo, hi = guard.damage()
-            if lo or hi:
-                raise CaseProblem(
-                    f"wrote out of bounds: {hi or lo} byte(s) {'after the end' if hi else 'before the start'} "
-                    "of a tensor it allocated (an output?) were overwritten: an unmasked store "
-                    "tail, or a wrong offset", "out_of_bounds_write")
+            _check_bands(guard, "a tensor it allocated (an output?)")
         return returned, launches.log.count
 
     def _check_integrity(self) -> None:
@@ -341,7 +340,7 @@ class CaseRunner:
                 if leaf.device != device:
                     raise CaseProblem(f"'{label}' is on {leaf.device}, expected {device} (the "
                                       "inputs' device): the work must stay on the device", "output_type")
-                dtype = self._expected_dtype(output, inputs)
+                dtype = output_dtype(output, inputs)
                 problem = check_tensor_type(leaf, f"'{label}'", device, dtype, tuple(leaf.shape))
                 if problem:
                     raise CaseProblem(problem)
@@ -350,12 +349,6 @@ class CaseRunner:
                     if shared is not None:
                         raise CaseProblem(f"output '{label}' shares memory with input '{shared}': "
                                           "return a new tensor", "output_aliases_input")
-
-    def _expected_dtype(self, output, inputs):
-        if output.dtype in inputs:
-            leaf = next(v for _, v in flatten(inputs[output.dtype], "") if isinstance(v, torch.Tensor))
-            return leaf.dtype
-        return getattr(torch, output.dtype)
 
     def _save(self, outputs: dict) -> str:
         """Plain CPU copies of the outputs, for the checker; returns the file."""
