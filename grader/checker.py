@@ -4,8 +4,9 @@ here, in a process that never imports the submission.
 The worker (which does import it) only runs the calls and saves what they returned; it decides
 nothing about values. The checker draws the same inputs from the grade's seed (grader.inputs),
 computes the reference, loads the outputs with torch.load(weights_only=True) (plain tensors
-only, so no submission code can run here) and compares them. It also names the cheats that show
-in the values: cached results, a downgraded precision, partial work, wrong timed outputs.
+only, so no submission code can run here) and compares them. A failing output gets a diagnosis
+(grader.diagnose: what was seen, and the likely bug); the one cheat the values can prove is
+cached results (outputs that are copies of earlier ones).
 
 Run in the parent for CPU grades, and as `python -m grader.checker REQUEST.json` for GPU grades
 (so the command-line process never holds a CUDA context).
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from grader import diagnose
 from grader.compare import compare_values
 from grader.inputs import AGAIN, clone, flatten, make_case_inputs, output_dtype
 from grader.kata import Kata, load_kata
@@ -49,21 +51,26 @@ class Checker:
         return (truth,) if len(task.outputs) == 1 else tuple(truth)
 
     def compare(self, task, inputs, saved: dict, truth=None) -> dict:
-        """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches, partial}"""
+        """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches}; a failure on
+        the values also carries `leaf` (the failing tensor, its truth and tolerance), a failure
+        of the structure a `diagnosis`."""
         truth = truth if truth is not None else self._truth(task, inputs)
         worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
         for output, expected in zip(task.outputs, truth):
             got_leaves = saved.get(output.name)
             exp_leaves = [t for _, t in flatten(expected, output.name)]
             if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
-                return dict(worst, ok=False, message=f"'{output.name}' is missing from the saved outputs")
+                message = f"'{output.name}' is missing from the saved outputs"
+                return dict(worst, ok=False, message=message,
+                            diagnosis=diagnose.Diagnosis("wrong_output", message))
             dtype = output_dtype(output, inputs)
             tol = task.tolerance(str(dtype).removeprefix("torch."))
             for i, (got, exp) in enumerate(zip(got_leaves, exp_leaves)):
                 label = f"'{output.name}[{i}]'" if isinstance(expected, (list, tuple)) else f"'{output.name}'"
                 problem = _structure(got, label, dtype, tuple(exp.shape))
                 if problem:
-                    return dict(worst, ok=False, message=problem)
+                    return dict(worst, ok=False, message=problem,
+                                diagnosis=diagnose.from_message(problem, "fail"))
                 cmp = compare_values(got.to(self.device), exp, label, mode=output.compare,
                                      atol=tol.atol, rtol=tol.rtol, ulp=output.ulp)
                 for key in ("max_abs_err", "max_rel_err"):
@@ -76,7 +83,8 @@ class Checker:
                     return dict(worst, ok=False, message=cmp.message, max_abs_err=cmp.max_abs_err,
                                 max_rel_err=cmp.max_rel_err, mismatched=cmp.mismatched,
                                 total=cmp.total, mismatches=cmp.mismatches, values=True,
-                                partial=_unwritten(got.to(self.device), exp))
+                                leaf=dict(got=got.to(self.device), expected=exp, mode=output.compare,
+                                          atol=tol.atol, rtol=tol.rtol, ulp=output.ulp))
         return dict(worst, ok=True, message="")
 
     def downgraded(self, task, inputs, saved: dict) -> str | None:
@@ -105,6 +113,19 @@ class Checker:
                 return low_name
         return None
 
+    def diagnosis(self, task, inputs, saved: dict, verdict: dict, dtype: str) -> diagnose.Diagnosis:
+        """What a failing verdict shows (grader.diagnose), never a cheat."""
+        if verdict.get("diagnosis"):
+            return verdict["diagnosis"]
+        leaf = verdict.get("leaf")
+        if not leaf:
+            return diagnose.Diagnosis("wrong_values", verdict["message"])
+        downgraded = ((lambda: self.downgraded(task, inputs, saved))
+                      if dtype == "float32" and leaf["got"].dtype == torch.float32 else None)
+        return diagnose.analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
+                                rtol=leaf["rtol"], ulp=leaf["ulp"], inputs=inputs,
+                                downgraded=downgraded)
+
     def check_case(self, planned: dict, worker_result: dict) -> dict:
         """The case's result: the worker's structural verdict, then the values."""
         result = dict(worker_result)
@@ -116,47 +137,79 @@ class Checker:
         inputs = self._inputs(task, planned["case"], dtype, key, "")
         first = _load(files.get("first"))
         verdict = self.compare(task, inputs, first)
-        if not verdict["ok"]:
-            cheat, extra = None, ""
-            low = (self.downgraded(task, inputs, first)
-                   if dtype == "float32" and verdict.get("values") else None)
-            if low:
-                cheat = "precision_downgraded"
-                extra = (f" The float32 results match a {low} computation: this task must be "
-                         "computed in float32 (or better).")
-            elif verdict.get("partial"):
-                cheat = "partial_work"
-                extra = f" {verdict['partial']}"
-            return _fail(result, verdict, verdict["message"] + extra, cheat)
         again = _load(files.get("again"))
         again_inputs = self._inputs(task, planned["case"], dtype, key, AGAIN)
+        if not verdict["ok"]:
+            found = self.diagnosis(task, inputs, first, verdict, dtype)
+            if verdict.get("values") and self.compare(task, again_inputs, again)["ok"]:
+                found = diagnose.Diagnosis("input_dependent_error", (
+                    "the first call failed but the second, on other values in the same buffers, "
+                    f"passed; on the first: {found.message}"))
+            return _fail(result, verdict, _with(verdict["message"], found), found)
         verdict_again = self.compare(task, again_inputs, again)
         if not verdict_again["ok"]:
             if _same_outputs(first, again):
                 return _fail(result, verdict_again,
                              "called again on the same buffers holding new inputs, it returned the "
-                             "first call's result: results are cached across calls (keyed on the "
-                             "pointer, the shape or the contents)", "cached_results")
-            return _fail(result, verdict_again,
-                         "the first call was right but a second call with new inputs was wrong "
-                         "(" + verdict_again["message"] + "): the results are not deterministic "
-                         "(a race, or memory read before it was written?)", "nondeterministic")
+                             "first call's result bit for bit: results are cached across calls "
+                             "(keyed on the pointer, the shape or the contents)", cheat="cached_results")
+            found = self.diagnosis(task, again_inputs, again, verdict_again, dtype)
+            found = diagnose.Diagnosis("input_dependent_error", (
+                "the first call passed but the second, on other values in the same buffers, "
+                f"failed; on the second: {found.message}"))
+            return _fail(result, verdict_again, _with(verdict_again["message"], found), found)
         result.update(status="pass", message="", **{k: verdict[k] for k in
                                                     ("max_abs_err", "max_rel_err", "mismatched", "total")})
         return result
 
     def check_samples(self, planned: dict, samples: list[dict]) -> dict | None:
-        """Outputs of sampled timed calls; None when all are right, else the failure."""
+        """Outputs of sampled timed calls; None when all are right, else the failure:
+        {"message", and "cheat" or "diagnosis"}.
+
+        A sample is {"refresh": r, "file": outputs} and, where the worker records them,
+        "launched" (kernels the sampled call launched) and "earlier" (files of outputs returned
+        by earlier timed calls). A sampled call that launched nothing, or whose outputs are a bit
+        for bit copy of an earlier call's, served cached results: a cheat. Any other wrong
+        sample is a diagnosis: honest bugs (a reused output buffer, a race, a bug only the bench
+        shapes hit) produce those too.
+        """
         task = self.tasks[planned["task"]]
+        dtype = planned["dtype"]
         for sample in samples:
-            inputs = self._inputs(task, planned["case"], planned["dtype"], planned["key"],
+            inputs = self._inputs(task, planned["case"], dtype, planned["key"],
                                   f"/refresh{sample['refresh']}")
-            verdict = self.compare(task, inputs, _load(sample["file"]))
-            if not verdict["ok"]:
-                return {"cheat": "timed_outputs_wrong", "message": (
-                    "a sampled timed call returned wrong results although the checked calls "
-                    f"were right ({verdict['message']}): results cached across the timed calls, "
-                    "or work skipped or moved out of the timer's sight")}
+            outputs = _load(sample["file"])
+            verdict = self.compare(task, inputs, outputs)
+            if verdict["ok"]:
+                continue
+            if sample.get("launched") == 0:
+                return {"cheat": "cached_results", "message": (
+                    "a sampled timed call returned without launching any kernel, on new inputs: "
+                    f"results served from a cache ({verdict['message']})")}
+            if any(_same_outputs(outputs, _load(f)) for f in sample.get("earlier") or ()):
+                return {"cheat": "cached_results", "message": (
+                    "a sampled timed call, on new inputs, returned a bit-for-bit copy of an earlier "
+                    f"call's outputs: results served from a cache ({verdict['message']})")}
+            found = self.diagnosis(task, inputs, outputs, verdict, dtype)
+            stale = self._matches_other_inputs(task, planned, outputs)
+            seen = (f"the outputs match the inputs of another timed call ({stale}), not their own: "
+                    "an output buffer reused across calls, or results served from a cache"
+                    if stale else found.message)
+            found = diagnose.Diagnosis("timed_outputs_wrong", (
+                "a sampled timed call returned wrong results although the checked calls were "
+                f"right ({verdict['message']}); {seen}"))
+            return {"diagnosis": found.to_dict(), "message": found.text}
+        return None
+
+    def _matches_other_inputs(self, task, planned: dict, outputs: dict) -> str | None:
+        """The salt of a timed input set whose truth the outputs match, if any."""
+        for salt in (f"/timing{i}" for i in range(3)):
+            inputs = self._inputs(task, planned["case"], planned["dtype"], planned["key"], salt)
+            verdict = self.compare(task, inputs, outputs)
+            # The timed sets have one element changed before each call: allow a few misses.
+            if verdict["ok"] or (verdict.get("values") and verdict["mismatched"] is not None
+                                 and verdict["mismatched"] <= 0.001 * max(verdict["total"] or 0, 1000)):
+                return salt.lstrip("/")
         return None
 
 
@@ -186,28 +239,15 @@ def _cast_floats(value, dtype):
     return value
 
 
-def _unwritten(got: torch.Tensor, expected: torch.Tensor) -> str:
-    """Why the failing elements look unwritten (still NaN, or zero), or ''."""
-    if not got.is_floating_point():
-        return ""
-    g, e = got.double(), expected.double().to(got.device)
-    wrong = ~torch.isclose(g, e, rtol=1e-2, atol=1e-3) | torch.isnan(g)
-    n_wrong = int(wrong.sum())
-    if not n_wrong:
-        return ""
-    nan_left = int((torch.isnan(g) & torch.isfinite(e) & wrong).sum())
-    zero_left = int(((g == 0) & (e != 0) & wrong).sum())
-    if nan_left == n_wrong:
-        return (f"All {n_wrong} wrong elements still hold the NaN the grader fills new tensors "
-                "with: the kernel never wrote them (partial work: some rows or blocks skipped).")
-    if zero_left == n_wrong:
-        return (f"All {n_wrong} wrong elements are 0: the kernel never wrote them (partial work "
-                "on a zero-initialised output).")
-    return ""
+def _with(message: str, found: diagnose.Diagnosis) -> str:
+    """The comparison's summary, then what the diagnosis saw and advises, on a line of its own."""
+    return f"{message}\n{found.text}"
 
 
-def _fail(result: dict, verdict: dict, message: str, cheat: str | None) -> dict:
-    result.update(status="fail", message=message, cheat=cheat)
+def _fail(result: dict, verdict: dict, message: str, found: diagnose.Diagnosis | None = None,
+          cheat: str | None = None) -> dict:
+    result.update(status="fail", message=message, cheat=cheat,
+                  diagnosis=found.to_dict() if found else None)
     for key in ("max_abs_err", "max_rel_err", "mismatched", "total"):
         result[key] = verdict.get(key)
     result["mismatches"] = verdict.get("mismatches", [])

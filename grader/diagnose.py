@@ -159,6 +159,7 @@ def classify(reason: str, message: str = "") -> tuple[str, str]:
 
 _STRUCTURE = [  # (pattern in the message, code): the worker's and checker's own messages
     (re.compile(r"^not implemented yet"), "not_implemented"),
+    (re.compile(r"never checked"), "internal_error"),
     (re.compile(r"raised an exception"), "exception"),
     (re.compile(r" has dtype \S+, expected "), "wrong_dtype"),
     (re.compile(r" has shape \(.*\), expected "), "wrong_shape"),
@@ -504,8 +505,9 @@ class Findings:
         return list(self._diagnoses.values())
 
 
-def hidden_only(cases) -> Diagnosis | None:
-    """Every public case passes and some hidden case fails: an edge case only the hidden ones test."""
+def hidden_only(cases) -> tuple[Diagnosis, list] | None:
+    """Every public case passes and some hidden case fails: an edge case only the hidden ones
+    test. Returns the diagnosis and the failing hidden cases."""
     ran = [c for c in cases if c.status not in ("skipped", "not_run")]
     public = [c for c in ran if not c.hidden]
     failed = [c for c in ran if c.hidden and c.status in ("fail", "error")]
@@ -516,4 +518,4 @@ def hidden_only(cases) -> Diagnosis | None:
         if c.name not in names:
             names.append(c.name)
     return Diagnosis("hidden_cases_fail", "passes the public cases but fails hidden edge cases: "
-                     + ", ".join(names))
+                     + ", ".join(names)), failed
