@@ -281,7 +281,8 @@ def _tail(wrong, nan_w, zero_w, s: _Shape) -> Diagnosis | None:
                          f"{_describe(kind, True)}{rest}")
     if k == 1:
         return Diagnosis("tail_wrong", f"element {a} (the last of {s.n}) {_describe(kind, False)}{rest}",
-                         "the mask or the grid stops one element short: mask = offsets < n, not n - 1")
+                         "the mask or the grid stops one element short: mask = offsets < n (not "
+                         "n - 1), and launch triton.cdiv(n, BLOCK) programs")
     return Diagnosis("tail_wrong", f"elements {a}..{s.n - 1} (the last {k} of {s.n}) "
                      f"{_describe(kind, True)}{rest}")
 
@@ -311,7 +312,8 @@ def _row_end(wrong, nan_w, zero_w, s: _Shape) -> Diagnosis | None:
             message += (f"; {others} element(s) before column {c} are off too (statistics that "
                         "missed those columns?)")
         if k == 1:
-            advice = "the mask stops one column short: mask = cols < N, not N - 1"
+            advice = ("the mask or the block stops one column short: mask = cols < N (not N - 1), "
+                      "and loop over rows longer than one block")
         elif c >= 256 and c & (c - 1) == 0:
             advice = (f"your block stops at column {c} = 2^{c.bit_length() - 1}: loop over rows "
                       "longer than one block (for start in range(0, N, BLOCK)), masking with cols < N")
