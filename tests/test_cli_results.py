@@ -83,7 +83,7 @@ def test_export_writes_the_documented_format(tmp_path, monkeypatch):
     assert {r["handle"] for r in data["results"]} == {"alice"}
     record = data["results"][0]
     assert set(record) == {"id", "handle", "graded_at", "label", "grade", "sha256"}
-    assert record["grade"]["schema"] == "triton-kata/grade/1" and record["grade"]["kata"] == "vector_add"
+    assert record["grade"]["schema"] == "triton-kata/grade/2" and record["grade"]["kata"] == "vector_add"
     everyone = json.loads(exported(tmp_path, "--all").read_text())
     assert {r["handle"] for r in everyone["results"]} == {"alice", "bob"}
     stdout = invoke("export", "--db", tmp_path / "source.sqlite", "--kata", "softmax", "--all")
