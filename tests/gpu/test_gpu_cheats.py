@@ -106,7 +106,30 @@ def vector_add(x, y):
     return out
 '''
     result = _grade(tmp_path, body)
-    assert result.status == "fail" and result.cheat == "timed_outputs_wrong", result.cheats
+    # Stale copies while timed: a cheat once the worker records, per sampled call, its launches
+    # or the earlier outputs (grader.checker.Checker.check_samples); without them, a diagnosis.
+    assert result.status == "fail" and result.score == 0, result.message
+    assert result.cheat == "cached_results" or "timed_outputs_wrong" in [
+        d["code"] for d in result.diagnoses], (result.cheats, result.diagnoses)
+    assert "another timed call" in result.message or result.cheat == "cached_results"
+
+
+def test_a_reused_output_buffer_is_a_diagnosis_not_a_cheat(tmp_path):
+    # Honest but wrong: one output buffer returned by every call, overwritten by the next.
+    body = '''
+_out = {}
+
+
+def vector_add(x, y):
+    key = (x.shape, x.dtype)
+    if key not in _out:
+        _out[key] = torch.empty_like(x)
+    launch(x, y, _out[key])
+    return _out[key]
+'''
+    result = _grade(tmp_path, body)
+    assert result.status == "fail" and result.cheat is None, result.cheats
+    assert "timed_outputs_wrong" in [d["code"] for d in result.diagnoses], result.diagnoses
 
 
 def test_patched_timer_changes_nothing_and_is_named(tmp_path):
