@@ -5,7 +5,6 @@ them. No grading here: everything is built by hand, so it runs in seconds."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -409,10 +408,6 @@ def test_a_timing_cheat_stays_a_cheat_and_an_exception_while_timed_is_an_error()
 
 def test_every_code_and_reason_is_documented():
     scoring = (Path(__file__).parent.parent / "docs" / "SCORING.md").read_text()
-    for reason in diagnose.CHEATS:
-        assert f"| `{reason}` |" in scoring, reason
-    for code in diagnose.ADVICE:
-        assert f"| `{code}` |" in scoring, code
-    for reason in diagnose.RECLASSIFIED:
-        assert f"`{reason}`" in scoring, reason
-    assert not math.isnan(diagnose.LARGE_INPUT)
+    first_columns = [line.split("|")[1] for line in scoring.splitlines() if line.startswith("| `")]
+    for name in [*diagnose.CHEATS, *diagnose.ADVICE, *diagnose.RECLASSIFIED]:
+        assert any(f"`{name}`" in column for column in first_columns), name
