@@ -357,9 +357,8 @@ def _overflow(wrong, bad_w, nan_w, zero_w, magnitude, s: _Shape) -> Diagnosis | 
     # Most of what is wrong in those rows must be NaN, inf or 0: the overflow, not another bug.
     if int(bad_w.sum()) < 0.9 * int(wrong[bad_rows].sum()):
         return None
-    low = float(magnitude.to(bad_rows.device)[bad_rows].min())
-    high = float(magnitude.to(bad_rows.device)[bad_rows].max())
     magnitude = magnitude.to(bad_rows.device)
+    low, high = float(magnitude[bad_rows].min()), float(magnitude[bad_rows].max())
     if bool(good_rows.any()):
         good_high = float(magnitude[good_rows].max())
         if not (low > good_high and high >= 2 * good_high and low >= 1.0):
