@@ -76,14 +76,12 @@ def test_every_listed_cheat_has_a_submission():
             "background_thread", "tampering", "fake_result"} <= reasons
 
 
-def test_the_reclassified_reasons_each_have_a_gaming_file_or_a_wrong_one():
-    codes = {declared_diagnosis(p) for p in GAMING}
-    wrong = "\n".join(p.read_text() for p in (TESTS / "wrong").glob("*.py"))
+def test_no_reclassified_reason_is_a_cheat_any_more():
+    # Each was once a cheat; an honest bug produces its evidence too (docs/SCORING.md).
     for reason, code in RECLASSIFIED.items():
-        assert code in ADVICE
-        if reason in ("sandbox_violation", "timed_outputs_wrong"):
-            continue  # tests/test_sandbox.py; tests/test_diagnose.py (the checker's samples)
-        assert code in codes or f"# expect-diagnosis: {code}" in wrong, reason
+        assert code in ADVICE and reason not in CHEATS
+    declared = {declared_reason(p) for p in CHEAT_FILES}
+    assert not declared & set(RECLASSIFIED), "tests/cheats/ may only hold real cheats"
 
 
 def test_time_below_the_physical_floor_is_rejected():
