@@ -189,9 +189,11 @@ class Checker:
     def _stale(self, task, planned: dict, n_sets: int, call: int, graph: bool, index: int,
                got: dict) -> bool:
         """Does `got` match the inputs of an earlier call on the same set (a cached result)?"""
+        # The calls a cache is likely to replay: the last two on this set, its first, none at all.
         step = 1 if graph else n_sets
-        for earlier in (call - step, call - 2 * step, -1):
-            if earlier < -1 or (earlier >= 0 and not graph and earlier % n_sets != index):
+        first = 0 if graph else index
+        for earlier in sorted({call - step, call - 2 * step, first, -1}, reverse=True):
+            if earlier < -1 or earlier >= call:
                 continue
             inputs = self._timed_inputs(task, planned, n_sets, earlier, graph)[index]
             if self.compare(task, inputs, got)["ok"]:

@@ -66,7 +66,7 @@ def default_mode() -> str:
 def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,
           timeout_s: float | None = None, memory_gib: float | None = None,
           protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
-          progress=None) -> GradeResult:
+          progress=None, case_timeout_s: float | None = None) -> GradeResult:
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
     fail_fast: stop at the first failing case. keep_going: time the bench cases even when a
@@ -83,7 +83,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     plan = build_plan(kata, mode)
     started = time.monotonic()
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
-               "case_cap_s": timeout_s}
+               "case_cap_s": case_timeout_s or timeout_s}
     run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
     result = _assemble(kata, submission, mode, seed, plan, run, limits)
     result.duration_s = round(time.monotonic() - started, 2)
