@@ -270,7 +270,7 @@ def selftest(katas, interpret, gpu, as_json):
     from grader.selftest import selftest as run_selftest
     chosen = [_kata_or_exit(k) for k in katas] if katas else all_katas()
     mode = _resolve_mode(interpret, gpu)
-    results = run_selftest(chosen, mode)
+    results = run_selftest(chosen, mode)  # side by side; timing phases take turns
     if as_json:
         click.echo(json.dumps([{"kata": r.kata, "ok": r.ok, "reference": r.reference.to_dict(),
                                 "stub": r.stub.to_dict()} for r in results], indent=2, default=str))

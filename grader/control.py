@@ -64,7 +64,8 @@ class Referee(threading.Thread):
     check_samples(planned, samples, method, n_sets); `progress(event)` hears what happens."""
 
     def __init__(self, sock: socket.socket, judge, plan: list[dict], *, fail_fast: bool = False,
-                 keep_going: bool = False, progress=None, sampled: int = SAMPLED):
+                 keep_going: bool = False, progress=None, sampled: int = SAMPLED,
+                 timing_lock=None):
         super().__init__(daemon=True, name="kata-referee")
         self.sock, self.judge = sock, judge
         self.plan = {p["key"]: p for p in plan}
@@ -82,6 +83,7 @@ class Referee(threading.Thread):
         self._asked: dict[str, set[int]] = {}
         self._random = secrets.SystemRandom()
         self._lock = threading.Lock()
+        self._timing_lock, self._timing_held = timing_lock, False
 
     # -- the thread ------------------------------------------------------------------------
     def run(self) -> None:
@@ -150,7 +152,16 @@ class Referee(threading.Thread):
         failed = [k for k, v in self.verdicts.items() if v.get("status") != "pass"]
         go = self.keep_going or not failed
         self.timing_skipped = not go
+        if go and self._timing_lock is not None and not self._timing_held:
+            self.progress({"type": "start", "key": "(waiting for the GPU)", "phase": "timing"})
+            self._timing_lock.acquire()  # other grades side by side take turns to time
+            self._timing_held = True
         return {"time": go}
+
+    def release_timing(self) -> None:
+        if self._timing_held:
+            self._timing_held = False
+            self._timing_lock.release()
 
     def _on_timing(self, request, key):
         calls, sets = request.get("calls"), request.get("sets")

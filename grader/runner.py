@@ -66,7 +66,7 @@ def default_mode() -> str:
 def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,
           timeout_s: float | None = None, memory_gib: float | None = None,
           protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
-          progress=None, case_timeout_s: float | None = None) -> GradeResult:
+          progress=None, case_timeout_s: float | None = None, timing_lock=None) -> GradeResult:
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
     fail_fast: stop at the first failing case. keep_going: time the bench cases even when a
@@ -83,7 +83,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     plan = build_plan(kata, mode)
     started = time.monotonic()
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
-               "case_cap_s": case_timeout_s or timeout_s}
+               "case_cap_s": case_timeout_s or timeout_s, "timing_lock": timing_lock}
     run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
     result = _assemble(kata, submission, mode, seed, plan, run, limits)
     result.duration_s = round(time.monotonic() - started, 2)
@@ -141,7 +141,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         seen: dict[int, int] = {}
         judge = _judge(kata, mode, seed, plan_dicts, tmp_path)
         referee = Referee(ours, judge, plan_dicts, fail_fast=options["fail_fast"],
-                          keep_going=options["keep_going"], progress=options["progress"])
+                          keep_going=options["keep_going"], progress=options["progress"],
+                          timing_lock=options["timing_lock"])
         try:
             with open(output_path, "wb") as output:
                 proc = subprocess.Popen(
@@ -160,6 +161,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                     watchdog.kill_all(seen)
                     ours.shutdown(socket.SHUT_RDWR)
                     referee.join(timeout=60)
+                    referee.release_timing()
             changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
             events, corrupt = _read_events(results_path)
         finally:
