@@ -11,6 +11,7 @@ out=${1:?OUT_DIR}; shift
 export PYTHONUNBUFFERED=1
 trees=("after=$PWD" "$@")
 stamp() { date +%s.%N; }
+secs() { python3 -c "print(round($2 - $1, 2))"; }
 for entry in "${trees[@]}"; do
   name=${entry%%=*}; tree=${entry#*=}
   (
@@ -21,17 +22,20 @@ for entry in "${trees[@]}"; do
       kind=${what%%:*}; file=${what#*:}
       for i in 1 2; do
         t0=$(stamp); grade "$file" --kata softmax > "$out/$name-$kind-$i.json"; t1=$(stamp)
-        echo "$name $kind run$i wall_s $(echo "$t1 - $t0" | bc)" | tee -a "$out/grade_time.txt"
+        echo "$name $kind run$i wall_s $(secs "$t0" "$t1")" | tee -a "$out/grade_time.txt"
       done
     done
     if [ "$name" = after ]; then
       t0=$(stamp); python3 -m grader selftest --gpu > "$out/selftest.txt" 2>&1; rc=$?; t1=$(stamp)
-      echo "$name selftest rc=$rc wall_s $(echo "$t1 - $t0" | bc)" | tee -a "$out/grade_time.txt"
+      echo "$name selftest rc=$rc wall_s $(secs "$t0" "$t1")" | tee -a "$out/grade_time.txt"
     fi
     if command -v py-spy > /dev/null; then
-      py-spy record --subprocesses --nonblocking --rate 200 --format raw -o "$out/$name-profile.txt" -- \
-        python3 -m grader grade reference/softmax.py --kata softmax --gpu --no-record --json > /dev/null 2> "$out/$name-pyspy.err"
-      echo "$name profile rc=$?" | tee -a "$out/grade_time.txt"
+      for what in pass:reference/softmax.py fail:tests/wrong/softmax_no_max.py; do
+        kind=${what%%:*}; file=${what#*:}
+        py-spy record --subprocesses --nonblocking --rate 100 --format raw -o "$out/$name-profile-$kind.txt" -- \
+          python3 -m grader grade "$file" --kata softmax --gpu --no-record --json > /dev/null 2> "$out/$name-pyspy-$kind.err"
+        echo "$name profile $kind rc=$?" | tee -a "$out/grade_time.txt"
+      done
     fi
   )
 done

@@ -180,6 +180,8 @@ class LiveProgress:
         self.failed = 0
 
     def __call__(self, event: dict) -> None:
+        if event["type"] == "timed":
+            return
         if event["type"] == "case":
             self.done += 1
             self.failed += event.get("status") != "pass"

@@ -167,12 +167,15 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         finally:
             ours.close()
             judge.close()
-        for message in referee.errors:
-            events.append({"type": "internal_error", "message": f"the output checker failed: {message}"})
+        # What the referee saw goes first: the worker's own events may end with "done".
+        seen_by_referee = []
         if referee.forgeries:
-            events.append({"type": "fatal", "cheat": "fake_result", "message": (
+            seen_by_referee.append({"type": "fatal", "cheat": "fake_result", "message": (
                 "The grader's line to the worker was used out of turn (" + referee.forgeries[0]
                 + "): the submission talked to the grader, so no result can be trusted.")})
+        seen_by_referee += [{"type": "internal_error", "message": f"the output checker failed: {m}"}
+                            for m in referee.errors]
+        events = seen_by_referee + events
         return WorkerRun(events, None if breach else proc.returncode, breach,
                          _read_output(output_path), corrupt, changed, referee.verdicts,
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped)

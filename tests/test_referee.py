@@ -85,7 +85,7 @@ def test_timed_calls_to_verify_are_chosen_by_the_parent_and_revealed_only_after_
     assert not any(isinstance(v, (set, dict)) and v for v in vars(sampler).values())
     kept = {call: s for call in range(200) if (s := sampler.keep(call)) is not None}
     assert len(kept) == SAMPLED and all(0 <= s < 3 for s in kept.values())
-    samples = [{"call": c, "set": s, "file": ""} for c, s in kept.items()]
+    samples = [{"call": c, "set": c % 3, "file": ""} for c in kept]
     line.ask("samples", key=key, samples=samples, method="events", sets=3)
     assert judge.samples[0][1] == samples and not referee.forgeries
     # Two grades choose different calls: nothing to learn from one grade for the next.
