@@ -73,6 +73,7 @@ class Referee(threading.Thread):
         self.progress = progress or (lambda event: None)
         self.sampled = sampled
         self.verdicts: dict[str, dict] = {}
+        self.timeline: list[tuple[float, str, str]] = []  # (when, op, key): where a grade's time goes
         self.timing_failures: dict[str, dict] = {}
         self.forgeries: list[str] = []
         self.errors: list[str] = []  # the checker's own failures (a fault of the kata or grader)
@@ -114,6 +115,7 @@ class Referee(threading.Thread):
     # -- the answers -----------------------------------------------------------------------
     def answer(self, request: dict) -> dict | None:
         op, key = request.get("op"), request.get("key")
+        self.timeline.append((time.monotonic(), op, key))
         if op != "time" and key not in self.plan:
             return None
         handler = getattr(self, f"_on_{op}", None) if isinstance(op, str) else None

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from grader import __version__, ceilings as ceilings_cache, watchdog
@@ -51,6 +51,7 @@ class WorkerRun:
     timing_failures: dict  # key -> {"cheat", "message"}
     stopped_at: str | None = None  # the failing case --fail-fast stopped at
     timing_skipped: bool = False  # a case failed, so the bench cases were not timed
+    timeline: list = field(default_factory=list)  # the referee's (when, op, key)
 
     @property
     def timed_out(self) -> bool:
@@ -85,6 +86,11 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
                "case_cap_s": case_timeout_s or timeout_s, "timing_lock": timing_lock}
     run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
+    if os.environ.get("KATA_TRACE"):  # where the time went: the worker's questions, in order
+        with open(os.environ["KATA_TRACE"], "a") as trace:
+            for when, op, key in run.timeline:
+                trace.write(f"{when - started:8.3f} {op} {key or ''}\n")
+            trace.write(f"{time.monotonic() - started:8.3f} end\n")
     result = _assemble(kata, submission, mode, seed, plan, run, limits)
     result.duration_s = round(time.monotonic() - started, 2)
     return result
@@ -178,7 +184,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         events = seen_by_referee + events
         return WorkerRun(events, None if breach else proc.returncode, breach,
                          _read_output(output_path), corrupt, changed, referee.verdicts,
-                         referee.timing_failures, referee.stopped_at, referee.timing_skipped)
+                         referee.timing_failures, referee.stopped_at, referee.timing_skipped,
+                         referee.timeline)
 
 
 def _overdue(referee: Referee, plan: list[dict], kata: Kata) -> watchdog.Breach | None:
