@@ -3,8 +3,9 @@ here, in a process that never imports the submission.
 
 The worker (which does import it) only runs the calls and saves what they returned; it decides
 nothing about values. The checker draws the same inputs from the grade's seed (grader.inputs),
-computes the reference, loads the outputs with torch.load(weights_only=True) (plain tensors
-only, so no submission code can run here) and compares them. It also names the cheats that show
+computes the reference, takes the outputs the worker handed over (grader.handover: CUDA IPC
+handles, or files loaded with weights_only=True, so no submission code can run here) and
+compares them. It also names the cheats that show
 in the values: cached results, a downgraded precision, partial work, wrong timed outputs.
 
 Run in the parent for CPU grades, and as `python -m grader.checker REQUEST.json` for GPU grades
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from grader import handover
 from grader.compare import compare_values
 from grader.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
 from grader.kata import Kata, load_kata
@@ -116,7 +118,7 @@ class Checker:
         key, dtype = planned["key"], planned["dtype"]
         files = result.pop("outputs", {})
         inputs = self._inputs(task, planned["case"], dtype, key, "")
-        first = _load(files.get("first"))
+        first = handover.load(files.get("first"))
         verdict = self.compare(task, inputs, first)
         if not verdict["ok"]:
             cheat, extra = None, ""
@@ -130,7 +132,7 @@ class Checker:
                 cheat = "partial_work"
                 extra = f" {verdict['partial']}"
             return _fail(result, verdict, verdict["message"] + extra, cheat)
-        again = _load(files.get("again"))
+        again = handover.load(files.get("again"))
         again_inputs = self._inputs(task, planned["case"], dtype, key, AGAIN)
         verdict_again = self.compare(task, again_inputs, again)
         if not verdict_again["ok"]:
@@ -164,7 +166,7 @@ class Checker:
                     or not 0 <= index < n_sets:
                 return {"cheat": "fake_result", "message": "a kept timed output the grader did not ask for"}
             inputs = self._timed_inputs(task, planned, n_sets, call, graph)[index]
-            got = _load(sample.get("file"))
+            got = handover.load(sample.get("file"))
             verdict = self.compare(task, inputs, got)
             if verdict["ok"]:
                 continue
@@ -253,15 +255,6 @@ def _fail(result: dict, verdict: dict, message: str, cheat: str | None) -> dict:
         result[key] = verdict.get(key)
     result["mismatches"] = verdict.get("mismatches", [])
     return result
-
-
-def _load(path: str | None) -> dict:
-    if not path:
-        return {}
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:  # noqa: BLE001 - a missing or forged file is simply no output
-        return {}
 
 
 def _same_outputs(a: dict, b: dict) -> bool:

@@ -500,7 +500,8 @@ def _verdict(tasks: list[TaskResult], mode: str, correct: bool, message: str) ->
     if message:
         return ERROR, message
     if not correct:
-        failing = [c for t in tasks for c in t.cases if c.status in (FAIL, ERROR, NOT_RUN)]
+        failing = ([c for t in tasks for c in t.cases if c.status in (FAIL, ERROR)]
+                   or [c for t in tasks for c in t.cases if c.status == NOT_RUN])
         if not failing:
             return FAIL, "no case could run in this mode"
         first = failing[0]

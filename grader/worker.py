@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 import triton
 
-from grader import integrity, launches, sandbox
+from grader import handover, integrity, launches, sandbox
 from grader.control import ParentGone, ParentLine, ParentSampler
 from grader.ceilings import cache_key
 from grader.compare import check_tensor_type
@@ -193,6 +193,7 @@ class CaseRunner:
         self.python_forbidden, self.aten_forbidden = resolve_forbidden(task.forbidden)
         self.cases = {c.name: c for c in task.cases}
         self.saved = 0
+        self.shared: list[torch.Tensor] = []  # outputs handed over by CUDA IPC, not yet ruled on
 
     def inputs(self, planned, salt: str = "") -> dict:
         case = self.cases[planned["case"]]
@@ -352,16 +353,34 @@ class CaseRunner:
                         raise CaseProblem(f"output '{label}' shares memory with input '{shared}': "
                                           "return a new tensor", "output_aliases_input")
 
-    def _save(self, outputs: dict) -> str:
-        """Plain CPU copies of the outputs, for the checker; returns the file."""
+    def _save(self, outputs: dict):
+        """The outputs handed to the checker: CUDA IPC handles on a GPU (the tensors are kept
+        alive in self.shared until the parent has the verdict), else plain CPU copies in a file."""
+        if self.device == "cuda":
+            try:
+                handed = {}
+                for name, got in outputs.items():
+                    leaves = [t for _, t in flatten(got, name)] if isinstance(got, (list, tuple)) else [got]
+                    leaves = [t.detach().contiguous() for t in leaves]
+                    self.shared.extend(leaves)
+                    handed[name] = [handover.share(t) for t in leaves]
+                torch.cuda.synchronize()  # the checker reads them from another process
+                return handed
+            except Exception:  # noqa: BLE001 - IPC unavailable here: fall back to a file
+                pass
         plain = {}
         for name, got in outputs.items():
             leaves = [t for _, t in flatten(got, name)] if isinstance(got, (list, tuple)) else [got]
             plain[name] = [t.detach().to("cpu", copy=True).contiguous() for t in leaves]
         self.saved += 1
-        path = self.outdir / f"{self.task.name}-{self.saved}.pt"
-        torch.save(plain, path)
-        return str(path)
+        return handover.save(plain, self.outdir / f"{self.task.name}-{self.saved}.pt")
+
+    def release(self, handed) -> None:
+        """Drop what was handed over, once the parent has ruled on it."""
+        self.shared.clear()
+        for value in (handed.values() if isinstance(handed, dict) else [handed]):
+            if isinstance(value, str):
+                Path(value).unlink(missing_ok=True)
 
     def baseline_s(self, planned) -> float:
         """Seconds the kata's baseline takes on this case's inputs (for the case's time limit)."""
@@ -406,7 +425,7 @@ class CaseRunner:
         timing.checked.clear()
         line.ask("samples", key=planned["key"], samples=kept, method=timing.method, sets=timing.n_sets)
         for sample in kept:
-            Path(sample["file"]).unlink(missing_ok=True)
+            self.release(sample["file"])
         slow = slow_first_calls(timing)
         if slow:
             raise CaseProblem(slow, "slow_first_calls")
@@ -504,8 +523,7 @@ def main(request_path: str) -> int:
                 failed_tasks.add(planned["task"])
             reporter.emit({"type": "case", "key": planned["key"], "result": result})
             answer = line.ask("case", key=planned["key"], result=result)
-            for path in (result.get("outputs") or {}).values():
-                Path(path).unlink(missing_ok=True)
+            runner.release(result.get("outputs") or {})
             if answer.get("stop"):
                 break
         # Correctness first: a submission that is already wrong is not timed (unless asked).
