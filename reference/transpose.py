@@ -56,18 +56,18 @@ def transpose_kernel(
     pid_n = pid % tiles_n
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows of x = columns of out
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # columns of x = rows of out
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
 
     # Read the BLOCK_M x BLOCK_N tile of x: consecutive rn are consecutive addresses, so the
     # compiler gives consecutive threads consecutive columns (coalesced, vectorised reads).
     x_ptrs = x_ptr + rm.to(tl.int64)[:, None] * x_row_stride + rn[None, :]
-    tile = tl.load(x_ptrs, mask=mask)
+    tile = tl.load(x_ptrs, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
     # Write it as the BLOCK_N x BLOCK_M tile of out: out[j, i] = x[i, j]. Along out's rows rm is
     # the contiguous index, so the stores are coalesced too; tl.trans is where the compiler
-    # reshuffles the tile between the two thread layouts, through shared memory.
+    # reshuffles the tile between the two thread layouts, through shared memory. The store's
+    # mask is the load's, transposed; built directly in the store's shape, it costs no shuffle.
     out_ptrs = out_ptr + rn.to(tl.int64)[:, None] * M + rm[None, :]
-    tl.store(out_ptrs, tl.trans(tile), mask=tl.trans(mask))
+    tl.store(out_ptrs, tl.trans(tile), mask=(rn[:, None] < N) & (rm[None, :] < M))
 
 
 def _tile_shape(M: int, N: int) -> tuple[int, int]:
