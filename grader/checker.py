@@ -90,7 +90,7 @@ class Checker:
         lower precision (it was stored from there), or the output sits far closer to the
         reference computed from inputs rounded to it than to the true reference.
         """
-        got = [t.double() for name in saved for t in saved[name]
+        got = [t.double().cpu() for name in saved for t in saved[name]
                if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.numel()]
         if not got:
             return None
@@ -273,6 +273,8 @@ def serve(request_path: str, requests, replies) -> int:
     """The checker as a process of its own (GPU grades): one JSON request per line in, one answer
     per line out. Started with the worker, so its imports and CUDA start-up overlap the worker's."""
     request = json.loads(Path(request_path).read_text())
+    if request["device"] == "cuda":  # start CUDA now, while the worker starts, not at the first case
+        torch.empty(1, device="cuda")
     checker = Checker(load_kata(Path(request["kata_dir"])), request["seed"], request["device"])
     plan = {p["key"]: p for p in request["plan"]}
     for line in requests:
