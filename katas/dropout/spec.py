@@ -110,6 +110,10 @@ def _judge_call(x, p, out, atol, rtol, figures):
                     f"elements differ ({n - k} dropped): keep an element when the random number "
                     "r is >= p, and r can be exactly 0"), None, _listed(changed, g, expected)
         return None, kept & informative, []
+    if 0 < k < n:  # (a mask with nothing kept or nothing dropped is the statistics' to judge)
+        problem = _repeats(kept, informative, p)
+        if problem:
+            return problem, None, []
     mean, sd = (1.0 - p) * n, math.sqrt(n * p * (1.0 - p))
     if abs(k - mean) > SIGMAS * sd:
         lo, hi = max(0.0, mean - SIGMAS * sd) / n, min(n, mean + SIGMAS * sd) / n
@@ -122,9 +126,6 @@ def _judge_call(x, p, out, atol, rtol, figures):
             why = ": nothing was dropped"
         return (f"kept {k} of {n} elements ({k / n:.4g}), but with p = {p} the kept fraction should be "
                 f"1 - p = {1 - p:.4g} (between {lo:.4g} and {hi:.4g}, {SIGMAS:g} sigma){why}"), None, []
-    problem = _repeats(kept, informative, p)
-    if problem:
-        return problem, None, []
     return None, kept & informative, []
 
 
@@ -186,9 +187,10 @@ def _repeats(kept, informative, p):
         shift *= 2
     rows = 1
     while rows < m:
-        shifts[rows * n_cols] = (f"every {rows} row(s): the same mask for every row (or band of "
-                                 "rows)? The generator's offset must be the flat index "
-                                 "row * N + column, not the column alone")
+        which = "row" if rows == 1 else f"{rows} rows"
+        shifts[rows * n_cols] = (f"every {which} ({rows * n_cols} elements): the same mask for every "
+                                 f"{'row' if rows == 1 else 'band of rows'}? The generator's offset "
+                                 "must be the flat index row * N + column, not the column alone")
         rows *= 2
     for shift in sorted(shifts):
         if total - shift >= need and same(flat[:-shift], flat[shift:], valid[:-shift], valid[shift:]):
