@@ -27,7 +27,7 @@ import triton
 import triton.language as tl
 
 BLOCK = 4096  # elements per program: 512 Philox calls of 8 elements each
-PER_CALL: tl.constexpr = 8  # 16-bit random numbers per Philox call (4 words x 2 halves)
+PER_CALL = tl.constexpr(8)  # 16-bit random numbers per Philox call (4 words x 2 halves)
 
 
 @triton.jit

@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-SEED: tl.constexpr = 1234  # used while debugging
+SEED = tl.constexpr(1234)  # used while debugging
 
 
 @triton.jit
