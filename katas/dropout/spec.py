@@ -106,9 +106,12 @@ def _judge_call(x, p, out, atol, rtol, figures):
         changed = g != xs
         if bool(changed.any()):
             figures["mismatched"] += int(changed.sum())
+            why = (f"{n - k} dropped: keep an element when its random number r is >= p, and r can "
+                   "be exactly 0" if n - k else "none dropped, but the kept values are not x exactly")
             return (f"p = 0 must return x unchanged, but {int(changed.sum())} of {g.numel()} "
-                    f"elements differ ({n - k} dropped): keep an element when the random number "
-                    "r is >= p, and r can be exactly 0"), None, _listed(changed, g, expected)
+                    f"elements differ ({why})"), None, _listed(changed, g, expected)
+        return None, kept & informative, []
+    if n == 0:
         return None, kept & informative, []
     if 0 < k < n:  # (a mask with nothing kept or nothing dropped is the statistics' to judge)
         problem = _repeats(kept, informative, p)
@@ -119,7 +122,8 @@ def _judge_call(x, p, out, atol, rtol, figures):
         lo, hi = max(0.0, mean - SIGMAS * sd) / n, min(n, mean + SIGMAS * sd) / n
         why = ""
         if p != 0.5 and abs(k - p * n) <= SIGMAS * sd:
-            why = ": that is about p, is p used as the keep probability? Each element is dropped with probability p"
+            why = (": that is about p, is p used as the keep probability? Each element is "
+                   "dropped with probability p")
         elif k == 0:
             why = ": nothing was kept"
         elif k == n:
