@@ -3,13 +3,15 @@ here, in a process that never imports the submission.
 
 The worker (which does import it) only runs the calls and saves what they returned; it decides
 nothing about values. The checker draws the same inputs from the grade's seed (grader.inputs),
-computes the reference, loads the outputs with torch.load(weights_only=True) (plain tensors
-only, so no submission code can run here) and compares them. A failing output gets a diagnosis
-(grader.diagnose: what was seen, and the likely bug); the one cheat the values can prove is
-cached results (outputs that are copies of earlier ones).
+computes the reference, takes the outputs the worker handed over (grader.handover: CUDA IPC
+handles, or files loaded with weights_only=True, so no submission code can run here) and
+compares them. A failing output gets a diagnosis (grader.diagnose: what was seen, and the likely
+bug); the one cheat the values can prove is cached results (outputs that are copies of the
+result of earlier inputs).
 
 Run in the parent for CPU grades, and as `python -m grader.checker REQUEST.json` for GPU grades
-(so the command-line process never holds a CUDA context).
+(so the command-line process never holds a CUDA context), answering the parent case by case
+while the worker runs.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from pathlib import Path
 
 import torch
 
-from grader import diagnose
+from grader import diagnose, handover
 from grader.compare import compare_values
-from grader.inputs import AGAIN, clone, flatten, make_case_inputs, output_dtype
+from grader.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
 from grader.kata import Kata, load_kata
+from grader.perturb import replay
+from grader.properties import judge as judge_property
 
 DOWNGRADES = (torch.bfloat16, torch.float16)
 
@@ -54,6 +58,8 @@ class Checker:
         """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches}; a failure on
         the values also carries `leaf` (the failing tensor, its truth and tolerance), a failure
         of the structure a `diagnosis`."""
+        if task.property_fn:
+            return judge_property(self.spec, task, [(inputs, saved)], self.device)
         truth = truth if truth is not None else self._truth(task, inputs)
         worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
         for output, expected in zip(task.outputs, truth):
@@ -94,7 +100,7 @@ class Checker:
         lower precision (it was stored from there), or the output sits far closer to the
         reference computed from inputs rounded to it than to the true reference.
         """
-        got = [t.double() for name in saved for t in saved[name]
+        got = [t.double().cpu() for name in saved for t in saved[name]
                if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.numel()]
         if not got:
             return None
@@ -115,11 +121,12 @@ class Checker:
 
     def diagnosis(self, task, inputs, saved: dict, verdict: dict, dtype: str) -> diagnose.Diagnosis:
         """What a failing verdict shows (grader.diagnose), never a cheat."""
-        if verdict.get("diagnosis"):
+        if isinstance(verdict.get("diagnosis"), diagnose.Diagnosis):
             return verdict["diagnosis"]
         leaf = verdict.get("leaf")
         if not leaf:
-            return diagnose.Diagnosis("wrong_values", verdict["message"])
+            return diagnose.Diagnosis("property_failed" if task.property_fn else "wrong_values",
+                                      _first_line(verdict["message"]))
         downgraded = ((lambda: self.downgraded(task, inputs, saved))
                       if dtype == "float32" and leaf["got"].dtype == torch.float32 else None)
         return diagnose.analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
@@ -134,10 +141,12 @@ class Checker:
         task = self.tasks[planned["task"]]
         key, dtype = planned["key"], planned["dtype"]
         files = result.pop("outputs", {})
+        if task.property_fn:
+            return self._check_property_case(task, planned, result, files)
         inputs = self._inputs(task, planned["case"], dtype, key, "")
-        first = _load(files.get("first"))
+        first = handover.load(files.get("first"))
         verdict = self.compare(task, inputs, first)
-        again = _load(files.get("again"))
+        again = handover.load(files.get("again"))
         again_inputs = self._inputs(task, planned["case"], dtype, key, AGAIN)
         if not verdict["ok"]:
             found = self.diagnosis(task, inputs, first, verdict, dtype)
@@ -162,55 +171,83 @@ class Checker:
                                                     ("max_abs_err", "max_rel_err", "mismatched", "total")})
         return result
 
-    def check_samples(self, planned: dict, samples: list[dict]) -> dict | None:
-        """Outputs of sampled timed calls; None when all are right, else the failure:
+    def _check_property_case(self, task, planned: dict, result: dict, files: dict) -> dict:
+        """A task with a property check (grader.properties): its function judges both checked
+        calls together, so it can relate them (the same seed must give the same mask)."""
+        key, dtype, case = planned["key"], planned["dtype"], planned["case"]
+        first, again = handover.load(files.get("first")), handover.load(files.get("again"))
+        calls = [(self._inputs(task, case, dtype, key, ""), first),
+                 (self._inputs(task, case, dtype, key, AGAIN), again)]
+        verdict = judge_property(self.spec, task, calls, self.device)
+        if not verdict["ok"]:
+            if _same_outputs(first, again) and judge_property(self.spec, task, calls[:1], self.device)["ok"]:
+                return _fail(result, verdict, "called again on the same buffers holding new inputs, "
+                             "it returned the first call's result: results are cached across calls",
+                             cheat="cached_results")
+            found = diagnose.Diagnosis("property_failed", _first_line(verdict["message"]))
+            return _fail(result, verdict, verdict["message"], found)
+        result.update(status="pass", message="", **{k: verdict[k] for k in
+                                                    ("max_abs_err", "max_rel_err", "mismatched", "total")})
+        return result
+
+    def check_samples(self, planned: dict, samples: list[dict], method: str | None,
+                      n_sets: int | None) -> dict | None:
+        """Outputs of the timed calls the parent chose; None when all are right, else the failure:
         {"message", and "cheat" or "diagnosis"}.
 
-        A sample is {"refresh": r, "file": outputs} and, where the worker records them,
-        "launched" (kernels the sampled call launched) and "earlier" (files of outputs returned
-        by earlier timed calls). A sampled call that launched nothing, or whose outputs are a bit
-        for bit copy of an earlier call's, served cached results: a cheat. Any other wrong
-        sample is a diagnosis: honest bugs (a reused output buffer, a race, a bug only the bench
-        shapes hit) produce those too.
+        Each sample names the submission's call (or graph replay) and its input set; the inputs
+        it saw are the set as drawn plus the changes made before every call up to it, replayed
+        here from the seed. Outputs that match an earlier call's inputs on the same set are
+        stale copies: cached results, a cheat. Any other wrong output is a diagnosis: honest bugs
+        (a race, state kept across calls, a bug only the bench shapes hit) produce those too.
         """
         task = self.tasks[planned["task"]]
-        dtype = planned["dtype"]
+        key = planned["key"]
+        graph = method == "cuda_graph"
         for sample in samples:
-            inputs = self._inputs(task, planned["case"], dtype, planned["key"],
-                                  f"/refresh{sample['refresh']}")
-            outputs = _load(sample["file"])
-            verdict = self.compare(task, inputs, outputs)
+            call, index = sample.get("call"), sample.get("set")
+            if not isinstance(call, int) or not isinstance(index, int) or not isinstance(n_sets, int) \
+                    or not 0 <= index < n_sets:
+                return {"cheat": "fake_result", "message": "a kept timed output the grader did not ask for"}
+            inputs = self._timed_inputs(task, planned, n_sets, call, graph)[index]
+            got = handover.load(sample.get("file"))
+            verdict = self.compare(task, inputs, got)
             if verdict["ok"]:
                 continue
-            if sample.get("launched") == 0:
+            if self._stale(task, planned, n_sets, call, graph, index, got):
                 return {"cheat": "cached_results", "message": (
-                    "a sampled timed call returned without launching any kernel, on new inputs: "
-                    f"results served from a cache ({verdict['message']})")}
-            if any(_same_outputs(outputs, _load(f)) for f in sample.get("earlier") or ()):
-                return {"cheat": "cached_results", "message": (
-                    "a sampled timed call, on new inputs, returned a bit-for-bit copy of an earlier "
-                    f"call's outputs: results served from a cache ({verdict['message']})")}
-            found = self.diagnosis(task, inputs, outputs, verdict, dtype)
-            stale = self._matches_other_inputs(task, planned, outputs)
-            seen = (f"the outputs match the inputs of another timed call ({stale}), not their own: "
-                    "an output buffer reused across calls, or results served from a cache"
-                    if stale else found.message)
+                    f"timed call {call} returned the result of an earlier call's inputs, not of "
+                    "the inputs it was given: results are cached across the timed calls")}
+            seen = self.diagnosis(task, inputs, got, verdict, planned["dtype"])
             found = diagnose.Diagnosis("timed_outputs_wrong", (
-                "a sampled timed call returned wrong results although the checked calls were "
-                f"right ({verdict['message']}); {seen}"))
-            return {"diagnosis": found.to_dict(), "message": found.text}
+                f"a timed call (call {call} of the timing loop, on inputs of the bench shape) "
+                f"returned wrong results although the checked calls were right "
+                f"({_first_line(verdict['message'])}); {seen.message}"))
+            return {"cheat": None, "diagnosis": found.to_dict(), "message": found.text}
         return None
 
-    def _matches_other_inputs(self, task, planned: dict, outputs: dict) -> str | None:
-        """The salt of a timed input set whose truth the outputs match, if any."""
-        for salt in (f"/timing{i}" for i in range(3)):
-            inputs = self._inputs(task, planned["case"], planned["dtype"], planned["key"], salt)
-            verdict = self.compare(task, inputs, outputs)
-            # The timed sets have one element changed before each call: allow a few misses.
-            if verdict["ok"] or (verdict.get("values") and verdict["mismatched"] is not None
-                                 and verdict["mismatched"] <= 0.001 * max(verdict["total"] or 0, 1000)):
-                return salt.lstrip("/")
-        return None
+    def _timed_inputs(self, task, planned: dict, n_sets: int, call: int, graph: bool) -> list[dict]:
+        """The input sets as they stood when the submission made timed call `call`."""
+        sets = [self._inputs(task, planned["case"], planned["dtype"], planned["key"], f"/timing{i}")
+                for i in range(n_sets)]
+        args = [tuple(s[a] for a in task.args) for s in sets]
+        if call >= 0:
+            replay(args, case_seed(self.seed, planned["key"] + "/rng"), call, graph)
+        return sets
+
+    def _stale(self, task, planned: dict, n_sets: int, call: int, graph: bool, index: int,
+               got: dict) -> bool:
+        """Does `got` match the inputs of an earlier call on the same set (a cached result)?"""
+        # The calls a cache is likely to replay: the last two on this set, its first, none at all.
+        step = 1 if graph else n_sets
+        first = 0 if graph else index
+        for earlier in sorted({call - step, call - 2 * step, first, -1}, reverse=True):
+            if earlier < -1 or earlier >= call:
+                continue
+            inputs = self._timed_inputs(task, planned, n_sets, earlier, graph)[index]
+            if self.compare(task, inputs, got)["ok"]:
+                return True
+        return False
 
 
 def _structure(got, label: str, dtype: torch.dtype, shape: tuple) -> str | None:
@@ -239,6 +276,10 @@ def _cast_floats(value, dtype):
     return value
 
 
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
 def _with(message: str, found: diagnose.Diagnosis) -> str:
     """The comparison's summary, then what the diagnosis saw and advises, on a line of its own."""
     return f"{message}\n{found.text}"
@@ -254,15 +295,6 @@ def _fail(result: dict, verdict: dict, message: str, found: diagnose.Diagnosis |
     return result
 
 
-def _load(path: str | None) -> dict:
-    if not path:
-        return {}
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:  # noqa: BLE001 - a missing or forged file is simply no output
-        return {}
-
-
 def _same_outputs(a: dict, b: dict) -> bool:
     if not a or a.keys() != b.keys():
         return False
@@ -275,29 +307,28 @@ def _same_outputs(a: dict, b: dict) -> bool:
     return True
 
 
-def check_all(kata: Kata, seed: int, device: str, plan: list[dict], worker_results: dict,
-              timed_samples: dict) -> tuple[dict, dict]:
-    """(case results by key, timing failures by key)."""
-    checker = Checker(kata, seed, device)
-    by_key = {p["key"]: p for p in plan}
-    results = {key: checker.check_case(by_key[key], raw) for key, raw in worker_results.items()}
-    timing_failures = {}
-    for key, samples in timed_samples.items():
-        failure = checker.check_samples(by_key[key], samples)
-        if failure:
-            timing_failures[key] = failure
-    return results, timing_failures
-
-
-def main(request_path: str) -> int:
+def serve(request_path: str, requests, replies) -> int:
+    """The checker as a process of its own (GPU grades): one JSON request per line in, one answer
+    per line out. Started with the worker, so its imports and CUDA start-up overlap the worker's."""
     request = json.loads(Path(request_path).read_text())
-    kata = load_kata(Path(request["kata_dir"]))
-    results, timing_failures = check_all(kata, request["seed"], request["device"], request["plan"],
-                                         request["worker_results"], request["timed_samples"])
-    Path(request["verdicts"]).write_text(json.dumps(
-        {"results": results, "timing_failures": timing_failures}, default=str))
+    if request["device"] == "cuda":  # start CUDA now, while the worker starts, not at the first case
+        torch.empty(1, device="cuda")
+    checker = Checker(load_kata(Path(request["kata_dir"])), request["seed"], request["device"])
+    plan = {p["key"]: p for p in request["plan"]}
+    for line in requests:
+        ask = json.loads(line)
+        if ask["op"] == "case":
+            answer = {"result": checker.check_case(plan[ask["key"]], ask["result"])}
+        else:
+            answer = {"failure": checker.check_samples(plan[ask["key"]], ask["samples"],
+                                                       ask["method"], ask["sets"])}
+        replies.write(json.dumps(answer, default=str) + "\n")
+        replies.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    # Answers go to the real stdout; anything else that prints (warnings) goes to stderr.
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    sys.exit(serve(sys.argv[1], sys.stdin, out))

@@ -87,6 +87,8 @@ ADVICE = {
                     "the column offsets and multiply",
     "low_precision": "this task must be computed in float32 (or better): load with "
                      ".to(tl.float32) and keep intermediates and accumulators in float32",
+    "property_failed": "the kata's property check says what is wrong (a random output has no "
+                       "single right answer, so it is judged by its properties)",
     "wrong_values": "compare your kernel with the reference on this case (its name says what "
                     "it tests); the first mismatches are listed in the report",
     "input_dependent_error": "the error depends on the input values: a numerical edge case one "

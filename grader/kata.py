@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from grader.costexpr import CostExpressionError, evaluate
+from grader.limits import GRADE_LIMIT_S
 
 MODES = ("interpret", "gpu")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -105,6 +106,7 @@ class Task:
     cost_bytes: str | None = None
     cost_flops: str | None = None
     skip: tuple[SkipRule, ...] = ()
+    property_fn: str | None = None  # check: {property: FN}: judged by spec.FN, not a ground truth
 
     @property
     def returns(self) -> tuple[OutputSpec, ...]:
@@ -153,7 +155,7 @@ class Kata:
     reference_path: Path
     threshold: float = 1.0  # the default speedup threshold of its tasks
     roofline_target: float = 0.85
-    time_limit_s: dict[str, float] = field(default_factory=lambda: {"interpret": 300.0, "gpu": 600.0})
+    time_limit_s: dict[str, float] = field(default_factory=lambda: dict(GRADE_LIMIT_S))
 
     @property
     def spec_path(self) -> Path:
@@ -260,9 +262,21 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
         baseline_fn=baseline.get("function", "baseline"),
         forbidden=tuple(raw.get("forbidden", ())) + tuple(kata_defaults["forbidden"]),
         cost_bytes=cost.get("bytes"), cost_flops=cost.get("flops"), skip=skip,
+        property_fn=_parse_check(raw.get("check"), where),
     )
     _check_cost_expressions(task, where)
     return task
+
+
+def _parse_check(raw: Any, where: str) -> str | None:
+    """`check: {property: FN}`: the outputs are judged by spec.FN instead of a ground truth."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"property"} or not isinstance(raw["property"], str) \
+            or not raw["property"].isidentifier():
+        raise KataFormatError(f"{where}: check must be {{property: FUNCTION}}, FUNCTION a function "
+                              "in spec.py that judges the outputs")
+    return raw["property"]
 
 
 def _check_cost_expressions(task: Task, where: str) -> None:
@@ -290,7 +304,7 @@ def parse_kata(raw: dict, directory: Path, reference_path: Path) -> Kata:
     tasks = tuple(_parse_task(t, defaults, where) for t in _require(raw, "tasks", where))
     if not tasks:
         raise KataFormatError(f"{where}: needs at least one task")
-    limits = {"interpret": 300.0, "gpu": 600.0}
+    limits = dict(GRADE_LIMIT_S)
     limits.update({k: float(v) for k, v in (raw.get("time_limit_s") or {}).items()})
     return Kata(
         name=name, title=_require(raw, "title", where), difficulty=difficulty,
