@@ -277,49 +277,41 @@ def test_a_failing_case_message_says_what_was_seen_and_what_to_try(checker, tmp_
     assert "triton.cdiv" in seen
 
 
-@pytest.fixture()
-def samples(checker, tmp_path):
-    task = checker.tasks["vector_add"]
+def _timed(monkeypatch, tmp_path, fn, keep):
+    """fn timed by grader.timing's call-by-call loop on the CPU (tests/test_timing.py's fakes),
+    the outputs of the calls in `keep` verified by the checker."""
+    from test_timing import _cpu_timing, _KeepAt, _vector_add_checker_and_args, _verify
 
-    def truth(salt):
-        return checker._truth(task, checker._inputs(task, "small", "float32", PLANNED["key"], salt))[0].float()
+    from grader.inputs import case_seed
 
-    def make(out, **extra):
-        return [dict({"refresh": 0, "file": _saved(tmp_path, f"s{len(extra)}{id(out)}", out)}, **extra)]
-
-    return truth, make
-
-
-def test_right_timed_outputs_pass(checker, samples):
-    truth, make = samples
-    assert checker.check_samples(PLANNED, make(truth("/refresh0"))) is None
+    timing = _cpu_timing(monkeypatch)
+    checker, planned, make_args = _vector_add_checker_and_args()
+    result = timing.time_pair(fn, lambda x, y: x + y, make_args,
+                              seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
+                              sampler=_KeepAt(keep))
+    return _verify(checker, planned, result, tmp_path)
 
 
-def test_timed_outputs_of_another_call_are_a_diagnosis_without_proof(checker, samples):
-    truth, make = samples
-    failure = checker.check_samples(PLANNED, make(truth("/timing1")))
-    assert "cheat" not in failure
-    assert failure["diagnosis"]["code"] == "timed_outputs_wrong"
-    assert "match the inputs of another timed call (timing1)" in failure["message"]
-    assert "cached across the timed calls" not in failure["message"]
+def test_wrong_timed_outputs_are_a_diagnosis_of_what_they_show(monkeypatch, tmp_path):
+    def tail_dropped(x, y):
+        out = x + y
+        out[-3:] = float("nan")
+        return out
 
-
-def test_timed_outputs_without_a_launch_or_copied_from_earlier_are_cached(checker, samples, tmp_path):
-    truth, make = samples
-    stale = truth("/timing1")
-    assert checker.check_samples(PLANNED, make(stale, launched=0))["cheat"] == "cached_results"
-    earlier = _saved(tmp_path, "earlier", stale.clone())
-    failure = checker.check_samples(PLANNED, make(stale, launched=1, earlier=[earlier]))
-    assert failure["cheat"] == "cached_results" and "bit-for-bit copy" in failure["message"]
-
-
-def test_wrong_timed_outputs_are_a_diagnosis(checker, samples):
-    truth, make = samples
-    bad = truth("/refresh0")
-    bad[-10:] = float("nan")
-    failure = checker.check_samples(PLANNED, make(bad, launched=1))
-    assert "cheat" not in failure and failure["diagnosis"]["code"] == "timed_outputs_wrong"
+    failure = _timed(monkeypatch, tmp_path, tail_dropped, {12: 0})
+    assert failure["cheat"] is None and failure["diagnosis"]["code"] == "timed_outputs_wrong"
+    assert "although the checked calls were right" in failure["message"]
     assert "never written" in failure["message"]
+
+
+def test_stale_timed_outputs_stay_a_cheat(monkeypatch, tmp_path):
+    cache = {}
+
+    def by_pointer(x, y):
+        return cache.setdefault(x.data_ptr(), x + y)
+
+    failure = _timed(monkeypatch, tmp_path, by_pointer, {30: 0})
+    assert failure["cheat"] == "cached_results" and "diagnosis" not in failure
 
 
 # ---- the runner: a grade's findings, its JSON and its report ---------------------------------
