@@ -382,7 +382,9 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         grade_cheat = grade_cheat or "fake_result"
         message = (f"The grader's result channel held {what}: the submission wrote to it, so no "
                    "result can be trusted. " + message).strip()
-    if run.protected_changed:
+    # Under Landlock the submission cannot write those files: a change there is another
+    # process's (a concurrent grade recording into the same store), not evidence of a cheat.
+    if run.protected_changed and not sandbox_status.get("filesystem_restricted"):
         grade_cheat = grade_cheat or "protected_path_written"
         message = (f"The submission wrote to {', '.join(run.protected_changed)} (the results store "
                    "or a report), which the grader alone may write. " + message).strip()

@@ -403,3 +403,17 @@ def test_every_code_and_reason_is_documented():
     first_columns = [line.split("|")[1] for line in scoring.splitlines() if line.startswith("| `")]
     for name in [*diagnose.CHEATS, *diagnose.ADVICE, *diagnose.RECLASSIFIED]:
         assert any(f"`{name}`" in column for column in first_columns), name
+
+
+@pytest.mark.parametrize("restricted, cheat", [(True, None), (False, "protected_path_written")])
+def test_a_changed_store_is_a_cheat_only_where_landlock_could_not_stop_the_write(restricted, cheat):
+    kata = get_kata("vector_add")
+    plan = build_plan(kata, "interpret")
+    verdicts = {p.key: _passing(p) for p in plan if not p.skip_reason}
+    events = [{"type": "env", "device": "test", "versions": {}, "ceilings": None},
+              {"type": "sandbox", "filesystem_restricted": restricted}, {"type": "done"}]
+    run = WorkerRun(events, 0, None, "", 0, ["/home/u/results.sqlite"], verdicts, {})
+    limits = watchdog.Limits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
+    result = _assemble(kata, Path("/nonexistent/solution.py"), "interpret", 1, plan, run, limits)
+    assert result.cheat == cheat
+    assert result.status == ("pass" if cheat is None else "error")
