@@ -114,6 +114,23 @@ def test_skip_rules_and_interpreter_defaults():
     assert "GPU only" in task.skip_reason("interpret", "bfloat16", task.cases[-1])
 
 
+def test_a_task_skipped_whole_in_a_mode_is_not_graded_there():
+    from grader.results import CaseResult, TaskResult
+    from grader.scoring import summarise_task, tasks_correct
+
+    def task(name, *statuses):
+        cases = [CaseResult(task=name, name=f"c{i}", dtype="float32", shape=None, hidden=False,
+                            status=s) for i, s in enumerate(statuses)]
+        t = TaskResult(name=name, threshold=1.0, baseline="eager", cases=cases, correct=False)
+        summarise_task(t, 0.85)
+        return t
+
+    fp8_on_the_interpreter = task("fp8", "skipped", "skipped")
+    assert tasks_correct([task("int8", "pass", "skipped"), fp8_on_the_interpreter])
+    assert not tasks_correct([task("int8", "pass", "fail"), fp8_on_the_interpreter])
+    assert not tasks_correct([fp8_on_the_interpreter])  # nothing ran: no verdict, no pass
+
+
 @pytest.fixture()
 def fixture_katas(monkeypatch):
     monkeypatch.setenv("TRITON_KATA_PATH", str(FIXTURES))
