@@ -78,5 +78,8 @@ def test_downgrade_check_pairs_each_float32_output_with_its_own_truth():
     amax = x.abs().amax(dim=1, keepdim=True)
     q = torch.zeros(x.shape, dtype=torch.int8)
     assert checker.downgraded(task, inputs, {"q": [q], "scale": [amax / 128]}) is None
+    # Scales left at 0 (no floor on an all-zero input) are exact in bfloat16, and prove nothing.
+    zeros = checker._inputs(task, "all_zero", "float32", "k", "")
+    assert checker.downgraded(task, zeros, {"q": [q[:3, :257]], "scale": [torch.zeros(3, 1)]}) is None
     low_scale = (x.bfloat16().float().abs().amax(dim=1, keepdim=True) / 127).bfloat16().float()
     assert checker.downgraded(task, inputs, {"q": [q], "scale": [low_scale]}) == "bfloat16"
