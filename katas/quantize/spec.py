@@ -7,8 +7,8 @@ quantize_fp8_rowwise and quantize_int8_rowwise share make_inputs. Case parameter
   scale       x = scale * randn (default 1.0), kept within half the dtype's finite range
   ramp        x += ramp * j / N: each row's largest magnitude sits near its end, far past the
               first block of a long row
-  neg_peak    one element of every row (at a random column) is set to -neg_peak: the largest
-              magnitude of the row is negative
+  neg_peak    one element of every row (at a random column) is set to -neg_peak * (1 to 2):
+              the largest magnitude of the row is negative
   zero_rows   this many leading rows are all zeros (scale = the 1e-12 floor, q = 0)
   tiny_rows   this many trailing rows are scaled by 1e-14: amax / QMAX is below the floor, so
               scale = 1e-12 and q rounds to (nearly) 0
@@ -36,7 +36,8 @@ def make_inputs(case, dtype, device, generator):
         full += case["ramp"] / n * torch.arange(row_stride, dtype=torch.float32, device=device)
     if case.get("neg_peak"):
         cols = torch.randint(0, n, (m,), device=device, generator=generator)
-        full[torch.arange(m, device=device), cols] = -float(case["neg_peak"])
+        peak = 1.0 + torch.rand(m, device=device, generator=generator)
+        full[torch.arange(m, device=device), cols] = -float(case["neg_peak"]) * peak
     full[: case.get("zero_rows", 0)] = 0.0
     tiny = case.get("tiny_rows", 0)
     if tiny:
