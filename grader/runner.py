@@ -28,7 +28,8 @@ from grader.kata import Kata
 from grader.plan import PlannedCase, build_plan
 from grader.results import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult,
                             Mismatch, TaskResult)
-from grader.scoring import PASS_CAP, geomean, meets_thresholds, score, summarise_task
+from grader.scoring import (PASS_CAP, geomean, meets_thresholds, score, summarise_task,
+                             tasks_correct)
 
 OUTPUT_LIMIT = 8000  # characters of the submission's stdout/stderr kept in a report
 OUTPUT_CAP_BYTES = 8 << 20  # printing more than this ends the grade
@@ -417,7 +418,7 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         cheats.insert(0, {"reason": grade_cheat, "case": None, "message": message})
 
     speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)
-    correct = not message and not cheats and all(t.correct for t in tasks)
+    correct = not message and not cheats and tasks_correct(tasks)
     status, message = _verdict(tasks, mode, correct, message)
     if run.timing_skipped and status != PASS:
         message += ("\nSpeed not measured: fix correctness first (--keep-going times the bench "

@@ -61,3 +61,25 @@ def test_time_at_the_floor_is_accepted():
                       status="pass", time_ms=0.18, floor_ms=0.179, roofline=0.99, nbytes=5.4e8)
     _reject_impossible(case, {"copy_gbps": 3000.0, "matmul_tflops": 750.0})
     assert case.status == "pass" and case.cheat is None
+
+
+def test_downgrade_check_pairs_each_float32_output_with_its_own_truth():
+    """Outputs of mixed dtypes (int8 q, float32 scale): the scale meets the scale's truth. An
+    honest bug (scale = amax / 128 on huge values) is not a downgrade; a bfloat16 scale is."""
+    import torch
+
+    from grader.catalog import get_kata
+    from grader.checker import Checker
+
+    checker = Checker(get_kata("quantize"), seed=7, device="cpu")
+    task = checker.tasks["quantize_int8_rowwise"]
+    inputs = checker._inputs(task, "huge_values", "float32", "k", "")
+    x = inputs["x"]
+    amax = x.abs().amax(dim=1, keepdim=True)
+    q = torch.zeros(x.shape, dtype=torch.int8)
+    assert checker.downgraded(task, inputs, {"q": [q], "scale": [amax / 128]}) is None
+    # Scales left at 0 (no floor on an all-zero input) are exact in bfloat16, and prove nothing.
+    zeros = checker._inputs(task, "all_zero", "float32", "k", "")
+    assert checker.downgraded(task, zeros, {"q": [q[:3, :257]], "scale": [torch.zeros(3, 1)]}) is None
+    low_scale = (x.bfloat16().float().abs().amax(dim=1, keepdim=True) / 127).bfloat16().float()
+    assert checker.downgraded(task, inputs, {"q": [q], "scale": [low_scale]}) == "bfloat16"
