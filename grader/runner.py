@@ -68,7 +68,7 @@ def default_mode() -> str:
 def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,
           timeout_s: float | None = None, memory_gib: float | None = None,
           protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
-          progress=None, case_timeout_s: float | None = None, timing_lock=None) -> GradeResult:
+          progress=None, case_timeout_s: float | None = None, turns=None) -> GradeResult:
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
     fail_fast: stop at the first failing case. keep_going: time the bench cases even when a
@@ -85,7 +85,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     plan = build_plan(kata, mode)
     started = time.monotonic()
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
-               "case_cap_s": case_timeout_s or timeout_s, "timing_lock": timing_lock}
+               "case_cap_s": case_timeout_s or timeout_s, "turns": turns}
     run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
     if os.environ.get("KATA_TRACE"):  # where the time went: the worker's questions, in order
         with open(os.environ["KATA_TRACE"], "a") as trace:
@@ -149,7 +149,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         judge = _judge(kata, mode, seed, plan_dicts, tmp_path)
         referee = Referee(ours, judge, plan_dicts, fail_fast=options["fail_fast"],
                           keep_going=options["keep_going"], progress=options["progress"],
-                          timing_lock=options["timing_lock"])
+                          turns=options["turns"])
         try:
             with open(output_path, "wb") as output:
                 proc = subprocess.Popen(
@@ -168,7 +168,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                     watchdog.kill_all(seen)
                     ours.shutdown(socket.SHUT_RDWR)
                     referee.join(timeout=60)
-                    referee.release_timing()
+                    referee.release()
             changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
             events, corrupt = _read_events(results_path)
         finally:
