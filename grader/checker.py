@@ -58,7 +58,7 @@ class Checker:
             if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
                 return dict(worst, ok=False, message=f"'{output.name}' is missing from the saved outputs")
             dtype = output_dtype(output, inputs)
-            tol = task.tolerance(str(dtype).removeprefix("torch."))
+            tol = task.tolerance(str(dtype).removeprefix("torch."), output)
             for i, (got, exp) in enumerate(zip(got_leaves, exp_leaves)):
                 label = f"'{output.name}[{i}]'" if isinstance(expected, (list, tuple)) else f"'{output.name}'"
                 problem = _structure(got, label, dtype, tuple(exp.shape))
