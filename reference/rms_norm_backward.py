@@ -144,9 +144,11 @@ def _sm_count(device: torch.device) -> int:
 
 def _column_sum(partials: torch.Tensor, out: torch.Tensor) -> None:
     P, N = partials.shape
-    # A tile of about 4096 partials per iteration: up to 32 partial rows by at least 64 columns.
-    block_p = min(32, triton.next_power_of_2(P))
-    block_n = min(max(4096 // block_p, 64), 1024, triton.next_power_of_2(N))
+    # The buffer is small (a few MB) but must be read by many programs at once, or its sum
+    # becomes a latency-bound tail: each program takes a narrow strip of columns and all (up
+    # to 512) partial rows in one 8192-element tile, so the whole buffer is in flight at once.
+    block_p = min(triton.next_power_of_2(P), 512)
+    block_n = min(max(8192 // block_p, 16), 1024, triton.next_power_of_2(N))
     column_sum_kernel[(triton.cdiv(N, block_n),)](
         partials, out, P, N, BLOCK_P=block_p, BLOCK_N=block_n, num_warps=4)
 
