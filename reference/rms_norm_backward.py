@@ -148,7 +148,7 @@ def _column_sum(partials: torch.Tensor, out: torch.Tensor) -> None:
     # becomes a latency-bound tail: each program takes a narrow strip of columns and all (up
     # to 512) partial rows in one 8192-element tile, so the whole buffer is in flight at once.
     block_p = min(triton.next_power_of_2(P), 512)
-    block_n = min(max(8192 // block_p, 16), 1024, triton.next_power_of_2(N))
+    block_n = min(max(8192 // block_p, 16), 4096, triton.next_power_of_2(N))
     column_sum_kernel[(triton.cdiv(N, block_n),)](
         partials, out, P, N, BLOCK_P=block_p, BLOCK_N=block_n, num_warps=4)
 
