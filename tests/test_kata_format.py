@@ -73,6 +73,16 @@ def test_the_checker_grades_an_output_by_its_own_tolerance():
     assert not verdict["ok"] and "'dx'" in verdict["message"]
 
 
+def test_the_workspace_readme_lists_tolerances_by_output():
+    from grader.catalog import get_kata
+    from grader.report import render_workspace_readme
+    text = render_workspace_readme(get_kata("layer_norm"))
+    assert "`dweight`: float32 atol 0.005, rtol 5e-05" in text  # the output's own
+    assert "`dx`: float32 atol 1e-05, rtol 1e-05; float16" in text  # the task's, per dtype
+    reduce = render_workspace_readme(get_kata("reduce"))
+    assert "`index`: exact" in reduce and "`out`: float32 atol 0.002, rtol 2e-05\n" in reduce
+
+
 def test_an_output_tolerance_needs_atol_and_rtol():
     raw = _minimal()
     raw["tasks"][0]["returns"][0]["tolerance"] = {"float32": {"atol": 1.0}}
