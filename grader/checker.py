@@ -70,7 +70,7 @@ class Checker:
                 return dict(worst, ok=False, message=message,
                             diagnosis=diagnose.Diagnosis("wrong_output", message))
             dtype = output_dtype(output, inputs)
-            tol = task.tolerance(str(dtype).removeprefix("torch."))
+            tol = task.tolerance(str(dtype).removeprefix("torch."), output)
             for i, (got, exp) in enumerate(zip(got_leaves, exp_leaves)):
                 label = f"'{output.name}[{i}]'" if isinstance(expected, (list, tuple)) else f"'{output.name}'"
                 problem = _structure(got, label, dtype, tuple(exp.shape))

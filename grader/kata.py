@@ -60,6 +60,9 @@ class OutputSpec:
     compare: str = "allclose"  # allclose | exact | ulp
     ulp: int = 0
     inplace: bool = False
+    # This output's own {dtype: Tolerance}, overriding the task's: for an output whose error
+    # grows with a different reduction than the others' (a weight gradient summed over rows).
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,10 @@ class Task:
     def inplace(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.outputs if o.inplace)
 
-    def tolerance(self, dtype: str) -> Tolerance:
+    def tolerance(self, dtype: str, output: OutputSpec | None = None) -> Tolerance:
+        """The tolerance for an output of this dtype: the output's own, else the task's."""
+        if output is not None and dtype in output.tolerances:
+            return output.tolerances[dtype]
         if dtype in self.tolerances:
             return self.tolerances[dtype]
         atol, rtol = DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
@@ -202,7 +208,24 @@ def _parse_output(raw: Any, args: tuple[str, ...], inplace: bool, where: str) ->
         compare = "ulp"
     if compare not in ("allclose", "exact", "ulp"):
         raise KataFormatError(f"{where}: compare must be allclose, exact or {{ulp: N}}")
-    return OutputSpec(name=name, dtype=dtype, compare=compare, ulp=ulp, inplace=inplace)
+    tolerances = _parse_tolerances(raw.get("tolerance"), f"{where}, output '{name}'")
+    return OutputSpec(name=name, dtype=dtype, compare=compare, ulp=ulp, inplace=inplace,
+                      tolerances=tolerances)
+
+
+def _parse_tolerances(raw: Any, where: str) -> dict[str, Tolerance]:
+    """{dtype: {atol, rtol}} -> {dtype: Tolerance}."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise KataFormatError(f"{where}: tolerance must map dtypes to {{atol, rtol}}")
+    tolerances = {}
+    for dtype, tol in raw.items():
+        _check_dtype(dtype, where)
+        if not isinstance(tol, dict) or "atol" not in tol or "rtol" not in tol:
+            raise KataFormatError(f"{where}: tolerance for {dtype} needs atol and rtol")
+        tolerances[dtype] = Tolerance(float(tol["atol"]), float(tol["rtol"]))
+    return tolerances
 
 
 def _parse_case(raw: dict, task_dtypes: tuple[str, ...], hidden: bool, where: str) -> Case:
@@ -235,10 +258,7 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
     outputs += tuple(_parse_output(o, args, True, where) for o in raw.get("inplace", []))
     if not outputs:
         raise KataFormatError(f"{where}: declares neither 'returns' nor 'inplace' outputs")
-    tolerances = {}
-    for dtype, tol in (raw.get("tolerance") or {}).items():
-        _check_dtype(dtype, where)
-        tolerances[dtype] = Tolerance(float(tol["atol"]), float(tol["rtol"]))
+    tolerances = _parse_tolerances(raw.get("tolerance"), where)
     raw_cases = _require(raw, "cases", where)
     cases = tuple(_parse_case(c, dtypes, False, where) for c in raw_cases.get("public", []))
     cases += tuple(_parse_case(c, dtypes, True, where) for c in raw_cases.get("hidden", []))

@@ -74,6 +74,56 @@ def test_an_argument_holding_a_dtype_chooses_the_output_dtype():
     assert not ok([3, 2, -2, 100, 127]) and not ok([2, 2, -2, 100, 126])
 
 
+def test_an_output_may_declare_its_own_tolerance():
+    kinds = {raw["name"]: raw for raw in documented_examples()}
+    kata = parse_kata(kinds["rms_norm_backward"], Path("katas/rms_norm_backward"), Path("r.py"))
+    task = kata.tasks[0]
+    dx, dweight = task.outputs
+    assert dx.tolerances == {} and task.tolerance("float32", dx) == task.tolerance("float32")
+    assert task.tolerance("float32", dweight).atol == 1e-2
+    assert task.tolerance("float32", dweight).rtol == 1e-4
+    assert task.tolerance("bfloat16", dweight) == task.tolerance("bfloat16")  # falls back
+
+
+def test_the_checker_grades_an_output_by_its_own_tolerance():
+    import torch
+
+    from grader.checker import Checker
+    kinds = {raw["name"]: raw for raw in documented_examples()}
+    task = parse_kata(kinds["rms_norm_backward"], Path("katas/rms_norm_backward"), Path("r.py")).tasks[0]
+    checker = Checker.__new__(Checker)  # compare() needs no spec: the truth is handed in
+    checker.device = "cpu"
+    inputs = {"dy": torch.zeros(2, 3), "x": torch.zeros(2, 3), "weight": torch.zeros(3),
+              "rstd": torch.ones(2)}
+    truth = (torch.zeros(2, 3, dtype=torch.float64), torch.zeros(3, dtype=torch.float64))
+    # 5e-3 off: inside dweight's own atol (1e-2), far outside the task's float32 atol (1e-5).
+    saved = {"dx": [torch.zeros(2, 3)], "dweight": [torch.full((3,), 5e-3)]}
+    assert checker.compare(task, inputs, saved, truth)["ok"]
+    saved = {"dx": [torch.full((2, 3), 5e-3)], "dweight": [torch.zeros(3)]}
+    verdict = checker.compare(task, inputs, saved, truth)
+    assert not verdict["ok"] and "'dx'" in verdict["message"]
+
+
+def test_the_workspace_readme_lists_tolerances_by_output():
+    from grader.catalog import get_kata
+    from grader.report import render_workspace_readme
+    text = render_workspace_readme(get_kata("layer_norm"))
+    assert "`dweight`: float32 atol 0.005, rtol 5e-05" in text  # the output's own
+    assert "`dx`: float32 atol 1e-05, rtol 1e-05; float16" in text  # the task's, per dtype
+    reduce = render_workspace_readme(get_kata("reduce"))
+    assert "`index`: exact" in reduce and "`out`: float32 atol 0.002, rtol 2e-05\n" in reduce
+
+
+def test_an_output_tolerance_needs_atol_and_rtol():
+    raw = _minimal()
+    raw["tasks"][0]["returns"][0]["tolerance"] = {"float32": {"atol": 1.0}}
+    with pytest.raises(KataFormatError, match="needs atol and rtol"):
+        parse_kata(raw, Path("katas/vector_add"), Path("r.py"))
+    raw["tasks"][0]["returns"][0]["tolerance"] = {"float33": {"atol": 1.0, "rtol": 0.0}}
+    with pytest.raises(KataFormatError, match="unknown dtype 'float33'"):
+        parse_kata(raw, Path("katas/vector_add"), Path("r.py"))
+
+
 def _minimal() -> dict:
     return yaml.safe_load((ROOT / "katas" / "vector_add" / "kata.yaml").read_text())
 
