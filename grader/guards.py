@@ -422,6 +422,7 @@ def watch_torch_compute(allowed: frozenset):
     profile.start()
     host_reads.__enter__()
     recorder.__enter__()
+    own_state = (set(vars(recorder)), set(vars(host_reads)))
     try:
         yield record
     finally:
@@ -441,7 +442,7 @@ def watch_torch_compute(allowed: frozenset):
         events = profile.stop()
         if python_key_off:
             record.escape("the Python dispatch key was left excluded (torch._C._DisableTorchDispatch)")
-        if vars(recorder).keys() != {"allowed", "record"} or recorder.allowed is not allowed \
+        if (set(vars(recorder)), set(vars(host_reads))) != own_state or recorder.allowed is not allowed \
                 or recorder.record is not record or host_reads.allowed is not allowed:
             record.escape("the op recorder was modified")
         if profile.problem:
