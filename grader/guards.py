@@ -225,6 +225,7 @@ _PROFILER_CONTROLS = ("_enable_profiler", "_disable_profiler", "_prepare_profile
                       "_enable_profiler_legacy", "_disable_profiler_legacy", "_enable_record_function",
                       "_clear_callbacks", "_toggle_collection_dynamic")
 MACHINERY_SCOPE = "kata-grader: Triton argument marshalling"
+_PRINTING = {"Tensor.__repr__", "Tensor.__format__"}  # already torch_compute (host reads)
 
 
 def _replace(owner, attribute: str, make_wrapper) -> None:
@@ -245,18 +246,23 @@ def _replace(owner, attribute: str, make_wrapper) -> None:
                 _installed.append((module, key, wrapper))
 
 
+def _named_like(original, wrapper):
+    """wrapper with original's name and doc, but no __wrapped__ leading back to the original."""
+    functools.update_wrapper(wrapper, original, updated=())
+    del wrapper.__wrapped__
+    return wrapper
+
+
 def _audited(label: str):
     def make(original):
-        @functools.wraps(original)
         def wrapper(*args, **kwargs):
             _audit.append(label)
             return original(*args, **kwargs)
-        return wrapper
+        return _named_like(original, wrapper)
     return make
 
 
 def _marshalling(original):
-    @functools.wraps(original)
     def wrapper(*args, **kwargs):
         _machinery.depth = getattr(_machinery, "depth", 0) + 1
         scope = _scope(MACHINERY_SCOPE)
@@ -265,7 +271,7 @@ def _marshalling(original):
                 return original(*args, **kwargs)
         finally:
             _machinery.depth -= 1
-    return wrapper
+    return _named_like(original, wrapper)
 
 
 def _scope(name: str):
@@ -274,7 +280,6 @@ def _scope(name: str):
 
 
 def _thread_starter(original):
-    @functools.wraps(original)
     def start(function, args=(), kwargs=None, *rest):
         owner = getattr(function, "__self__", None)
         target = getattr(owner, "_target", None) or function
@@ -288,7 +293,7 @@ def _thread_starter(original):
             finally:
                 entry["done"] = True
         return original(run, args, *(() if kwargs is None else (kwargs,)), *rest)
-    return start
+    return _named_like(original, start)
 
 
 def install_op_checks() -> None:
@@ -365,15 +370,16 @@ def _composite(op: str) -> bool:
 def unseen_ops(events, allowed: frozenset, recorded: set[str]) -> list[str]:
     """Ops the profiler saw that neither the allow-list nor the recorder accounts for.
 
-    An op called from Python (top level) must be allowed for the task, or recorded; one nested
-    inside an allowed op (its implementation, the grader's own guard copies, Triton's argument
-    marshalling) must be in the base allow-list. Composite ops (CompositeImplicitAutograd) are
-    judged by what they decompose into; scopes that are not ops are transparent.
+    An op called from Python (top level) must be allowed for the task, or recorded. What runs
+    inside an op of the base allow-list (its implementation, the grader's guard copies, the
+    recorder calling the op itself) must be in the base list too, which catches a Python kernel
+    registered over an allowed op; what runs inside an op only the kata allows is the kata's
+    business. Composite ops (CompositeImplicitAutograd) are judged by what they decompose into;
+    scopes that are not ops are transparent, except Triton's argument marshalling (base list).
     """
     unseen: list[str] = []
-    stack: list[str] = []  # per open event: "top", "nested" (judged by BASE_ALLOWED) or "skip"
     for thread_events in events:
-        stack.clear()
+        stack: list[tuple[str, str]] = []  # per open event: (top | base | skip, op name)
         for event in thread_events:
             kind = event.kind()
             if kind == "pop":
@@ -382,24 +388,29 @@ def unseen_ops(events, allowed: frozenset, recorded: set[str]) -> list[str]:
                 continue
             if kind != "push":
                 continue
-            parent = stack[-1] if stack else "top"
+            state, parent_op = stack[-1] if stack else ("top", "")
             name = event.name()
-            if parent == "skip":
-                stack.append("skip")
-            elif "::" not in name:
-                stack.append("nested" if name == MACHINERY_SCOPE else parent)
+            if state == "skip":
+                stack.append(("skip", ""))
+                continue
+            if "::" not in name:
+                stack.append(("base", "") if name == MACHINERY_SCOPE else (state, parent_op))
+                continue
+            op = name.replace("::", ".", 1)
+            if op in BASE_ALLOWED and (state != "top" or op in allowed):
+                stack.append(("base", op))
+            elif state == "top" and op in allowed:
+                stack.append(("skip", op))
+            elif state == "base" and op == parent_op:
+                stack.append(("base", op))  # a mode calling the op it was handed
+            elif op in recorded:
+                stack.append(("skip", op))
+            elif _composite(op):
+                stack.append((state, op))
             else:
-                op = name.replace("::", ".", 1)
-                if op in (allowed if parent == "top" else BASE_ALLOWED):
-                    stack.append("nested")
-                elif op in recorded:
-                    stack.append("skip")
-                elif _composite(op):
-                    stack.append(parent)
-                else:
-                    if op not in unseen:
-                        unseen.append(op)
-                    stack.append("skip")
+                if op not in unseen:
+                    unseen.append(op)
+                stack.append(("skip", op))
     return unseen
 
 
@@ -447,7 +458,7 @@ def watch_torch_compute(allowed: frozenset):
             record.escape("the op recorder was modified")
         if profile.problem:
             record.escape(profile.problem)
-        if events is not None:
+        if events is not None and not record.names & _PRINTING:  # printing pops the modes itself
             unseen = unseen_ops(events, allowed, record.names)
             if unseen:
                 record.escape(f"{describe(unseen)} ran where the dispatch mode did not see "
