@@ -22,5 +22,7 @@ def test_wrong_solution_fails(path, grade_interpret):
     assert expected, f"{path.name} names no '# expect-fail: CASE' line"
     result = grade_interpret(kata, path)
     assert result.status in ("fail", "error") and result.score == 0, result.message
+    # Honest bugs use PyTorch only as the rule allows: never torch_compute (docs/SCORING.md).
+    assert "torch_compute" not in {c["reason"] for c in result.cheats}, result.cheats
     failed = {c.name for c in result.cases if c.status in ("fail", "error")}
     assert failed & set(expected), f"expected one of {expected} to fail; failed: {sorted(failed)}"
