@@ -305,10 +305,10 @@ class CaseRunner:
         """PyTorch computed on tensor data during the call (docs/SCORING.md, torch_compute)."""
         if self.torch_ops is not None and self.torch_ops.ops:
             raise CaseProblem(
-                f"PyTorch computed while it ran: {describe(self.torch_ops.ops)}. Your Triton kernels "
-                "must compute the outputs; PyTorch may only allocate tensors, fill them with a "
-                "constant, take views and copy them on their device (`kata show` lists what this "
-                "kata allows)", "torch_compute")
+                f"used PyTorch for more than allocating, filling, viewing and copying tensors: "
+                f"{describe(self.torch_ops.ops)}. Your Triton kernels must compute the outputs "
+                "(reading values on the host counts too); `kata show` lists what PyTorch may do "
+                "in this kata", "torch_compute")
 
     def _check_concurrency(self, threads_before: set) -> None:
         if launches.log.foreign_threads:
