@@ -3,12 +3,14 @@ here, in a process that never imports the submission.
 
 The worker (which does import it) only runs the calls and saves what they returned; it decides
 nothing about values. The checker draws the same inputs from the grade's seed (grader.inputs),
-computes the reference, loads the outputs with torch.load(weights_only=True) (plain tensors
-only, so no submission code can run here) and compares them. It also names the cheats that show
+computes the reference, takes the outputs the worker handed over (grader.handover: CUDA IPC
+handles, or files loaded with weights_only=True, so no submission code can run here) and
+compares them. It also names the cheats that show
 in the values: cached results, a downgraded precision, partial work, wrong timed outputs.
 
 Run in the parent for CPU grades, and as `python -m grader.checker REQUEST.json` for GPU grades
-(so the command-line process never holds a CUDA context).
+(so the command-line process never holds a CUDA context), answering the parent case by case
+while the worker runs.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from pathlib import Path
 
 import torch
 
+from grader import handover
 from grader.compare import compare_values
-from grader.inputs import AGAIN, clone, flatten, make_case_inputs, output_dtype
+from grader.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
 from grader.kata import Kata, load_kata
+from grader.perturb import replay
 
 DOWNGRADES = (torch.bfloat16, torch.float16)
 
@@ -114,7 +118,7 @@ class Checker:
         key, dtype = planned["key"], planned["dtype"]
         files = result.pop("outputs", {})
         inputs = self._inputs(task, planned["case"], dtype, key, "")
-        first = _load(files.get("first"))
+        first = handover.load(files.get("first"))
         verdict = self.compare(task, inputs, first)
         if not verdict["ok"]:
             cheat, extra = None, ""
@@ -128,7 +132,7 @@ class Checker:
                 cheat = "partial_work"
                 extra = f" {verdict['partial']}"
             return _fail(result, verdict, verdict["message"] + extra, cheat)
-        again = _load(files.get("again"))
+        again = handover.load(files.get("again"))
         again_inputs = self._inputs(task, planned["case"], dtype, key, AGAIN)
         verdict_again = self.compare(task, again_inputs, again)
         if not verdict_again["ok"]:
@@ -145,19 +149,58 @@ class Checker:
                                                     ("max_abs_err", "max_rel_err", "mismatched", "total")})
         return result
 
-    def check_samples(self, planned: dict, samples: list[dict]) -> dict | None:
-        """Outputs of sampled timed calls; None when all are right, else the failure."""
+    def check_samples(self, planned: dict, samples: list[dict], method: str | None,
+                      n_sets: int | None) -> dict | None:
+        """Outputs of the timed calls the parent chose; None when all are right, else the failure.
+
+        Each sample names the submission's call (or graph replay) and its input set; the inputs
+        it saw are the set as drawn plus the changes made before every call up to it, replayed
+        here from the seed.
+        """
         task = self.tasks[planned["task"]]
+        key = planned["key"]
+        graph = method == "cuda_graph"
         for sample in samples:
-            inputs = self._inputs(task, planned["case"], planned["dtype"], planned["key"],
-                                  f"/refresh{sample['refresh']}")
-            verdict = self.compare(task, inputs, _load(sample["file"]))
-            if not verdict["ok"]:
-                return {"cheat": "timed_outputs_wrong", "message": (
-                    "a sampled timed call returned wrong results although the checked calls "
-                    f"were right ({verdict['message']}): results cached across the timed calls, "
-                    "or work skipped or moved out of the timer's sight")}
+            call, index = sample.get("call"), sample.get("set")
+            if not isinstance(call, int) or not isinstance(index, int) or not isinstance(n_sets, int) \
+                    or not 0 <= index < n_sets:
+                return {"cheat": "fake_result", "message": "a kept timed output the grader did not ask for"}
+            inputs = self._timed_inputs(task, planned, n_sets, call, graph)[index]
+            got = handover.load(sample.get("file"))
+            verdict = self.compare(task, inputs, got)
+            if verdict["ok"]:
+                continue
+            if self._stale(task, planned, n_sets, call, graph, index, got):
+                return {"cheat": "cached_results", "message": (
+                    f"timed call {call} returned the result of an earlier call's inputs, not of "
+                    "the inputs it was given: results are cached across the timed calls")}
+            return {"cheat": None, "message": (
+                f"a timed call (call {call} of the timing loop, on inputs of the bench shape) "
+                f"returned wrong results although the checked calls were right: {verdict['message']}")}
         return None
+
+    def _timed_inputs(self, task, planned: dict, n_sets: int, call: int, graph: bool) -> list[dict]:
+        """The input sets as they stood when the submission made timed call `call`."""
+        sets = [self._inputs(task, planned["case"], planned["dtype"], planned["key"], f"/timing{i}")
+                for i in range(n_sets)]
+        args = [tuple(s[a] for a in task.args) for s in sets]
+        if call >= 0:
+            replay(args, case_seed(self.seed, planned["key"] + "/rng"), call, graph)
+        return sets
+
+    def _stale(self, task, planned: dict, n_sets: int, call: int, graph: bool, index: int,
+               got: dict) -> bool:
+        """Does `got` match the inputs of an earlier call on the same set (a cached result)?"""
+        # The calls a cache is likely to replay: the last two on this set, its first, none at all.
+        step = 1 if graph else n_sets
+        first = 0 if graph else index
+        for earlier in sorted({call - step, call - 2 * step, first, -1}, reverse=True):
+            if earlier < -1 or earlier >= call:
+                continue
+            inputs = self._timed_inputs(task, planned, n_sets, earlier, graph)[index]
+            if self.compare(task, inputs, got)["ok"]:
+                return True
+        return False
 
 
 def _structure(got, label: str, dtype: torch.dtype, shape: tuple) -> str | None:
@@ -214,15 +257,6 @@ def _fail(result: dict, verdict: dict, message: str, cheat: str | None) -> dict:
     return result
 
 
-def _load(path: str | None) -> dict:
-    if not path:
-        return {}
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:  # noqa: BLE001 - a missing or forged file is simply no output
-        return {}
-
-
 def _same_outputs(a: dict, b: dict) -> bool:
     if not a or a.keys() != b.keys():
         return False
@@ -235,29 +269,26 @@ def _same_outputs(a: dict, b: dict) -> bool:
     return True
 
 
-def check_all(kata: Kata, seed: int, device: str, plan: list[dict], worker_results: dict,
-              timed_samples: dict) -> tuple[dict, dict]:
-    """(case results by key, timing failures by key)."""
-    checker = Checker(kata, seed, device)
-    by_key = {p["key"]: p for p in plan}
-    results = {key: checker.check_case(by_key[key], raw) for key, raw in worker_results.items()}
-    timing_failures = {}
-    for key, samples in timed_samples.items():
-        failure = checker.check_samples(by_key[key], samples)
-        if failure:
-            timing_failures[key] = failure
-    return results, timing_failures
-
-
-def main(request_path: str) -> int:
+def serve(request_path: str, requests, replies) -> int:
+    """The checker as a process of its own (GPU grades): one JSON request per line in, one answer
+    per line out. Started with the worker, so its imports and CUDA start-up overlap the worker's."""
     request = json.loads(Path(request_path).read_text())
-    kata = load_kata(Path(request["kata_dir"]))
-    results, timing_failures = check_all(kata, request["seed"], request["device"], request["plan"],
-                                         request["worker_results"], request["timed_samples"])
-    Path(request["verdicts"]).write_text(json.dumps(
-        {"results": results, "timing_failures": timing_failures}, default=str))
+    checker = Checker(load_kata(Path(request["kata_dir"])), request["seed"], request["device"])
+    plan = {p["key"]: p for p in request["plan"]}
+    for line in requests:
+        ask = json.loads(line)
+        if ask["op"] == "case":
+            answer = {"result": checker.check_case(plan[ask["key"]], ask["result"])}
+        else:
+            answer = {"failure": checker.check_samples(plan[ask["key"]], ask["samples"],
+                                                       ask["method"], ask["sets"])}
+        replies.write(json.dumps(answer, default=str) + "\n")
+        replies.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    # Answers go to the real stdout; anything else that prints (warnings) goes to stderr.
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    sys.exit(serve(sys.argv[1], sys.stdin, out))

@@ -119,7 +119,13 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
               help="Also write a report: Markdown (.md) or HTML (.html).")
 @click.option("--interpret", is_flag=True, help="Run on the CPU under the Triton interpreter (correctness only).")
 @click.option("--gpu", is_flag=True, help="Run on the GPU: correctness and speed (the default when CUDA is available).")
-@click.option("--timeout", type=click.FloatRange(min=1), help="Time limit in seconds for the whole grade.")
+@click.option("--timeout", type=click.FloatRange(min=1),
+              help="Time limit in seconds for the whole grade and for each case (default: 3 min on a "
+                   "GPU, 5 under the interpreter; a case gets an allowance plus a multiple of the "
+                   "baseline's time, at most 60 s).")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failing case.")
+@click.option("--keep-going", is_flag=True,
+              help="Time the bench cases even when a case failed (by default a wrong solution is not timed).")
 @click.option("--memory", "memory_gib", type=click.FloatRange(min=0.5),
               help="CPU memory limit in GiB for the submission's process tree (default: half the machine, 4-32 GiB).")
 @click.option("--seed", type=int, help="Fix the input seed (to reproduce a failure); default: a fresh secret one.")
@@ -128,7 +134,8 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
 @handle_option
 @db_option
 @click.option("--no-record", is_flag=True, help="Do not record this grade in the results store.")
-def grade(path, as_json, report, interpret, gpu, timeout, memory_gib, seed, kata_name, handle, db, no_record):
+def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going, memory_gib, seed,
+          kata_name, handle, db, no_record):
     """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
     from grader.report import ReportFormatError, report_format, to_json, write_report
     from grader.runner import grade as run_grade
@@ -142,8 +149,12 @@ def grade(path, as_json, report, interpret, gpu, timeout, memory_gib, seed, kata
     mode = _resolve_mode(interpret, gpu)
     if not as_json:
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
+    progress = LiveProgress(kata) if not as_json and sys.stderr.isatty() else None
     result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout, memory_gib=memory_gib,
-                       protected=_protected_paths(report, db))
+                       protected=_protected_paths(report, db), fail_fast=fail_fast,
+                       keep_going=keep_going, progress=progress)
+    if progress:
+        progress.finish()
     if not no_record:
         record_or_warn(result, db, handle)
     from grader.cli_interview import after_grade
@@ -157,6 +168,31 @@ def grade(path, as_json, report, interpret, gpu, timeout, memory_gib, seed, kata
         if report:
             click.echo(f"Report written to {report}")
     sys.exit(EXIT_PASS if result.status == "pass" else EXIT_FAIL)
+
+
+class LiveProgress:
+    """One status line on a terminal (stderr), rewritten as the grade moves: case by case, then
+    the timing phase."""
+
+    def __init__(self, kata):
+        self.total = sum(len(c.dtypes) for t in kata.tasks for c in t.cases)
+        self.done = 0
+        self.failed = 0
+
+    def __call__(self, event: dict) -> None:
+        if event["type"] == "timed":
+            return
+        if event["type"] == "case":
+            self.done += 1
+            self.failed += event.get("status") != "pass"
+            return
+        what = "timing" if event.get("phase") == "timing" else "checking"
+        failed = f", {self.failed} failed" if self.failed else ""
+        line = f"  [{self.done} checked{failed}] {what} {event['key']}"
+        click.echo("\r\x1b[2K" + line[:119], nl=False, err=True)
+
+    def finish(self) -> None:
+        click.echo("\r\x1b[2K", nl=False, err=True)
 
 
 def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
@@ -236,7 +272,7 @@ def selftest(katas, interpret, gpu, as_json):
     from grader.selftest import selftest as run_selftest
     chosen = [_kata_or_exit(k) for k in katas] if katas else all_katas()
     mode = _resolve_mode(interpret, gpu)
-    results = run_selftest(chosen, mode)
+    results = run_selftest(chosen, mode)  # side by side; timing phases take turns
     if as_json:
         click.echo(json.dumps([{"kata": r.kata, "ok": r.ok, "reference": r.reference.to_dict(),
                                 "stub": r.stub.to_dict()} for r in results], indent=2, default=str))

@@ -15,6 +15,7 @@ import yaml
 
 from grader.allowed_ops import HOST_READS, is_op_name
 from grader.costexpr import CostExpressionError, evaluate
+from grader.limits import GRADE_LIMIT_S
 
 MODES = ("interpret", "gpu")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -155,7 +156,7 @@ class Kata:
     reference_path: Path
     threshold: float = 1.0  # the default speedup threshold of its tasks
     roofline_target: float = 0.85
-    time_limit_s: dict[str, float] = field(default_factory=lambda: {"interpret": 300.0, "gpu": 600.0})
+    time_limit_s: dict[str, float] = field(default_factory=lambda: dict(GRADE_LIMIT_S))
 
     @property
     def spec_path(self) -> Path:
@@ -312,7 +313,7 @@ def parse_kata(raw: dict, directory: Path, reference_path: Path) -> Kata:
     tasks = tuple(_parse_task(t, defaults, where) for t in _require(raw, "tasks", where))
     if not tasks:
         raise KataFormatError(f"{where}: needs at least one task")
-    limits = {"interpret": 300.0, "gpu": 600.0}
+    limits = dict(GRADE_LIMIT_S)
     limits.update({k: float(v) for k, v in (raw.get("time_limit_s") or {}).items()})
     return Kata(
         name=name, title=_require(raw, "title", where), difficulty=difficulty,

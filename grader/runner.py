@@ -12,15 +12,18 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from grader import __version__, ceilings as ceilings_cache, watchdog
+from grader.control import Referee
 from grader.kata import Kata
 from grader.plan import PlannedCase, build_plan
 from grader.results import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult,
@@ -46,6 +49,9 @@ class WorkerRun:
     protected_changed: list[str]
     verdicts: dict  # key -> the checker's case result
     timing_failures: dict  # key -> {"cheat", "message"}
+    stopped_at: str | None = None  # the failing case --fail-fast stopped at
+    timing_skipped: bool = False  # a case failed, so the bench cases were not timed
+    timeline: list = field(default_factory=list)  # the referee's (when, op, key)
 
     @property
     def timed_out(self) -> bool:
@@ -60,19 +66,31 @@ def default_mode() -> str:
 
 def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,
           timeout_s: float | None = None, memory_gib: float | None = None,
-          protected: list[Path] = ()) -> GradeResult:
-    """Grade `submission`; `protected` are paths (results store, report) it must not touch."""
+          protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
+          progress=None, case_timeout_s: float | None = None, timing_lock=None) -> GradeResult:
+    """Grade `submission`; `protected` are paths (results store, report) it must not touch.
+
+    fail_fast: stop at the first failing case. keep_going: time the bench cases even when a
+    case failed (by default a wrong submission is not timed). progress(event): told of each
+    case as it starts and ends ({"type": "start"|"case", "key", "phase", "status"}).
+    """
     submission = Path(submission).resolve()
     mode = mode or default_mode()
     seed = secrets.randbits(32) if seed is None else seed
-    timeout_s = timeout_s or kata.time_limit_s[mode]
     limits = watchdog.Limits(
-        wall_s=timeout_s,
+        wall_s=timeout_s or kata.time_limit_s[mode],
         memory_bytes=int(memory_gib * watchdog.GIB) if memory_gib else watchdog.default_memory_bytes(),
         processes=MAX_PROCESSES, output_bytes=OUTPUT_CAP_BYTES)
     plan = build_plan(kata, mode)
     started = time.monotonic()
-    run = _run_worker(kata, submission, mode, seed, plan, limits, protected)
+    options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
+               "case_cap_s": case_timeout_s or timeout_s, "timing_lock": timing_lock}
+    run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
+    if os.environ.get("KATA_TRACE"):  # where the time went: the worker's questions, in order
+        with open(os.environ["KATA_TRACE"], "a") as trace:
+            for when, op, key in run.timeline:
+                trace.write(f"{when - started:8.3f} {op} {key or ''}\n")
+            trace.write(f"{time.monotonic() - started:8.3f} end\n")
     result = _assemble(kata, submission, mode, seed, plan, run, limits)
     result.duration_s = round(time.monotonic() - started, 2)
     return result
@@ -91,20 +109,34 @@ def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
     return env
 
 
+def _grade_folder() -> str | None:
+    """Where a grade's files go: shared memory when there is room (the outputs travel from the
+    worker to the checker through it, never through the disk), else the default temp folder."""
+    shm = Path("/dev/shm")
+    try:
+        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 8 * watchdog.GIB:
+            return str(shm)
+    except OSError:
+        pass
+    return None
+
+
 def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[PlannedCase],
-                limits: watchdog.Limits, protected) -> WorkerRun:
-    with tempfile.TemporaryDirectory(prefix="kata-grade-") as tmp:
+                limits: watchdog.Limits, protected, options: dict) -> WorkerRun:
+    with tempfile.TemporaryDirectory(prefix="kata-grade-", dir=_grade_folder()) as tmp:
         tmp_path = Path(tmp)
         for sub in ("work", "tmp", "outputs"):
             (tmp_path / sub).mkdir()
         workdir = tmp_path / "work"  # the submission's clean current directory
         results_path = tmp_path / "events.jsonl"
         plan_dicts = [dict(p.to_dict(), key=p.key) for p in plan]
+        ours, theirs = socket.socketpair()
         request = {
             "kata_dir": str(kata.directory), "submission": str(submission), "mode": mode,
             "seed": seed, "results": str(results_path), "plan": plan_dicts,
             "grade_dir": str(tmp_path), "outputs": str(tmp_path / "outputs"),
-            "gpu_memory_fraction": GPU_MEMORY_FRACTION,
+            "gpu_memory_fraction": GPU_MEMORY_FRACTION, "control_fd": theirs.fileno(),
+            "case_cap_s": options["case_cap_s"],
             # The worker knows the device; it picks its own entry of the ceilings cache.
             "ceilings_cache": ceilings_cache.load_all() if mode == "gpu" else {},
         }
@@ -113,26 +145,66 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         output_path = tmp_path / "output.txt"
         before = _fingerprints(protected)
         seen: dict[int, int] = {}
-        with open(output_path, "wb") as output:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "grader.worker", str(request_path)],
-                cwd=workdir, env=_worker_env(mode, tmp_path / "tmp"), stdin=subprocess.DEVNULL,
-                stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-            try:
-                breach = watchdog.watch(proc, limits, output_path, seen)
-            finally:
-                _kill_group(proc)
-                watchdog.kill_all(seen)
-        changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
-        events, corrupt = _read_events(results_path)
+        judge = _judge(kata, mode, seed, plan_dicts, tmp_path)
+        referee = Referee(ours, judge, plan_dicts, fail_fast=options["fail_fast"],
+                          keep_going=options["keep_going"], progress=options["progress"],
+                          timing_lock=options["timing_lock"])
         try:
-            verdicts, timing_failures = _check(kata, mode, seed, plan_dicts, events, tmp_path)
-        except CheckerError as exc:
-            events.append({"type": "internal_error", "message": f"the output checker failed: {exc}"})
-            verdicts, timing_failures = {}, {}
+            with open(output_path, "wb") as output:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "grader.worker", str(request_path)],
+                    cwd=workdir, env=_worker_env(mode, tmp_path / "tmp"), stdin=subprocess.DEVNULL,
+                    stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+                    pass_fds=(theirs.fileno(),),
+                )
+                theirs.close()
+                referee.start()
+                try:
+                    breach = watchdog.watch(proc, limits, output_path, seen,
+                                            extra=lambda: _overdue(referee, plan_dicts, kata))
+                finally:
+                    _kill_group(proc)
+                    watchdog.kill_all(seen)
+                    ours.shutdown(socket.SHUT_RDWR)
+                    referee.join(timeout=60)
+                    referee.release_timing()
+            changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
+            events, corrupt = _read_events(results_path)
+        finally:
+            ours.close()
+            judge.close()
+        # What the referee saw goes first: the worker's own events may end with "done".
+        seen_by_referee = []
+        if referee.forgeries:
+            seen_by_referee.append({"type": "fatal", "cheat": "fake_result", "message": (
+                "The grader's line to the worker was used out of turn (" + referee.forgeries[0]
+                + "): the submission talked to the grader, so no result can be trusted.")})
+        seen_by_referee += [{"type": "internal_error", "message": f"the output checker failed: {m}"}
+                            for m in referee.errors]
+        events = seen_by_referee + events
         return WorkerRun(events, None if breach else proc.returncode, breach,
-                         _read_output(output_path), corrupt, changed, verdicts, timing_failures)
+                         _read_output(output_path), corrupt, changed, referee.verdicts,
+                         referee.timing_failures, referee.stopped_at, referee.timing_skipped,
+                         referee.timeline)
+
+
+def _overdue(referee: Referee, plan: list[dict], kata: Kata) -> watchdog.Breach | None:
+    """A case past its own limit: stop now, naming it and its shape."""
+    current = referee.overdue()
+    if current is None:
+        return None
+    planned = next(p for p in plan if p["key"] == current["key"])
+    task = next(t for t in kata.tasks if t.name == planned["task"])
+    case = next(c for c in task.cases if c.name == planned["case"])
+    shape = ", ".join(f"{k}={v}" for k, v in case.params.items() if not isinstance(v, (list, dict)))
+    what = "timing it" if current["phase"] == "timing" else "its checked calls"
+    return watchdog.Breach("time", (
+        f"Time limit exceeded: case {planned['task']}/{planned['case']} [{planned['dtype']}] "
+        f"({shape}) ran for more than {current['limit_s']:.0f} s ({what}). Likely causes: a loop "
+        "that never ends (a loop bound or index that does not advance), or a block far too large "
+        "for the row (a BLOCK of next_power_of_2(N) on a very long row compiles and runs "
+        "slowly: loop over the row in blocks). --timeout S raises the limit if it is just slow."),
+        case=current["key"])
 
 
 class CheckerError(Exception):
@@ -150,38 +222,71 @@ def _fingerprints(paths) -> dict[str, tuple | None]:
     return prints
 
 
-def _check(kata: Kata, mode: str, seed: int, plan: list[dict], events: list[dict],
-           tmp_path: Path) -> tuple[dict, dict]:
-    """The checker's verdicts on the outputs the worker saved (in a process of its own on a GPU)."""
-    worker_results = {}
-    for event in events:
-        if event.get("type") == "case" and isinstance(event.get("result"), dict):
-            result = dict(event["result"])
-            if result.get("status") not in ("ran", FAIL, ERROR):  # the worker never says "pass"
-                result.update(status=ERROR, message="a result the worker did not write")
-            worker_results.setdefault(event.get("key"), result)
-    samples = {e["key"]: e["timing"].get("checked_samples", []) for e in events
-               if e.get("type") == "timing" and isinstance(e.get("timing"), dict)}
-    if not any(r.get("status") == "ran" for r in worker_results.values()) and not samples:
-        return worker_results, {}
-    if mode != "gpu" and not os.environ.get("KATA_CHECKER_PROCESS"):  # the env var: a test hook
-        from grader.checker import check_all
+class _LocalJudge:
+    """The checker in this process (CPU grades): outputs are on the CPU already."""
+
+    def __init__(self, kata: Kata, seed: int):
+        from grader.checker import Checker
+
+        self.checker = Checker(kata, seed, "cpu")
+
+    def check_case(self, planned, result):
+        return self.checker.check_case(planned, result)
+
+    def check_samples(self, planned, samples, method, n_sets):
+        return self.checker.check_samples(planned, samples, method, n_sets)
+
+    def close(self):
+        pass
+
+
+class _ServiceJudge:
+    """The checker in a process of its own (GPU grades), started now so that its imports and CUDA
+    start-up overlap the worker's; asked case by case over its stdin and stdout."""
+
+    def __init__(self, kata: Kata, mode: str, seed: int, plan: list[dict], tmp_path: Path):
+        request = {"kata_dir": str(kata.directory), "seed": seed,
+                   "device": "cuda" if mode == "gpu" else "cpu", "plan": plan}
+        request_path = tmp_path / "check-request.json"
+        request_path.write_text(json.dumps(request))
+        self.stderr = open(tmp_path / "checker-stderr.txt", "w+")
+        self.proc = subprocess.Popen([sys.executable, "-m", "grader.checker", str(request_path)],
+                                     env=_worker_env(mode, tmp_path / "tmp"), cwd=tmp_path,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, text=True)
+
+    def _ask(self, request: dict) -> dict:
         try:
-            return check_all(kata, seed, "cpu", plan, worker_results, samples)
-        except Exception as exc:  # noqa: BLE001 - the kata's spec or the grader, never the submission
-            raise CheckerError(f"{type(exc).__name__}: {exc}") from exc
-    request = {"kata_dir": str(kata.directory), "seed": seed, "device": "cuda" if mode == "gpu" else "cpu", "plan": plan,
-               "worker_results": worker_results, "timed_samples": samples,
-               "verdicts": str(tmp_path / "verdicts.json")}
-    request_path = tmp_path / "check-request.json"
-    request_path.write_text(json.dumps(request))
-    done = subprocess.run([sys.executable, "-m", "grader.checker", str(request_path)],
-                          env=_worker_env(mode, tmp_path / "tmp"),
-                          cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise CheckerError(f"exit {done.returncode}:\n{done.stderr[-4000:]}")
-    verdicts = json.loads((tmp_path / "verdicts.json").read_text())
-    return verdicts["results"], verdicts["timing_failures"]
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except OSError:
+            line = ""
+        if not line:
+            self.stderr.seek(0)
+            raise CheckerError(f"the checker process ended:\n{self.stderr.read()[-4000:]}")
+        return json.loads(line)
+
+    def check_case(self, planned, result):
+        return self._ask({"op": "case", "key": planned["key"], "result": result})["result"]
+
+    def check_samples(self, planned, samples, method, n_sets):
+        return self._ask({"op": "samples", "key": planned["key"], "samples": samples,
+                          "method": method, "sets": n_sets})["failure"]
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+        self.stderr.close()
+
+
+def _judge(kata: Kata, mode: str, seed: int, plan: list[dict], tmp_path: Path):
+    if mode != "gpu" and not os.environ.get("KATA_CHECKER_PROCESS"):  # the env var: a test hook
+        return _LocalJudge(kata, seed)
+    return _ServiceJudge(kata, mode, seed, plan, tmp_path)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -294,6 +399,8 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
             _reject_impossible(case, env.get("ceilings"))
             if in_progress and in_progress["key"] == planned.key and case.status == NOT_RUN:
                 case.status, case.message = ERROR, message
+            elif run.stopped_at and case.status == NOT_RUN:
+                case.message = "not run: --fail-fast stopped at the first failing case"
             if case.cheat:
                 cheats.append({"reason": case.cheat, "case": f"{case.task}/{case.name}/{case.dtype}",
                                "message": case.message})
@@ -312,6 +419,9 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)
     correct = not message and not cheats and all(t.correct for t in tasks)
     status, message = _verdict(tasks, mode, correct, message)
+    if run.timing_skipped and status != PASS:
+        message += ("\nSpeed not measured: fix correctness first (--keep-going times the bench "
+                    "cases anyway).")
     if cheats and status == PASS:  # a cheat seen only while timing
         status, message = FAIL, cheats[0]["message"]
     breakdown = score(tasks, speed_measured, correct)
@@ -372,6 +482,8 @@ def _stopped_early_message(run: WorkerRun, in_progress: dict | None, started: bo
         where = f" while running case {in_progress['key']}{phase}"
     elif not started:
         where = " before the grader could start"
+    if run.timed_out and run.breach.case:
+        return run.breach.message
     if run.timed_out:
         return (f"{run.breach.message}{where}. Look for an infinite loop in the launcher or a "
                 "kernel loop that never ends (raise the limit with --timeout if it is just slow).")
@@ -388,7 +500,8 @@ def _verdict(tasks: list[TaskResult], mode: str, correct: bool, message: str) ->
     if message:
         return ERROR, message
     if not correct:
-        failing = [c for t in tasks for c in t.cases if c.status in (FAIL, ERROR, NOT_RUN)]
+        failing = ([c for t in tasks for c in t.cases if c.status in (FAIL, ERROR)]
+                   or [c for t in tasks for c in t.cases if c.status == NOT_RUN])
         if not failing:
             return FAIL, "no case could run in this mode"
         first = failing[0]

@@ -6,10 +6,13 @@ between calls. The loop below is do_bench's (CUDA events around each call, the L
 each, warm-up excluded, the median kept), with four changes:
 
 - the number of calls comes from the baseline, the same for both;
-- before every call (outside the timed window) one element of a floating-point input is changed
-  at random, so a cache keyed on the contents misses; at a few random calls a whole new input is
-  copied into the buffers and the output kept, so the checker can verify what timed calls return
-  and a cache keyed on the pointers is caught;
+- before every call (outside the timed window) a short span of a floating-point input is
+  halved (grader.perturb), so a cache keyed on the contents misses;
+- after every call of the submission the parent is asked whether to keep its outputs
+  (`sampler.keep`); it alone knows which calls it will have verified, and answers only once the
+  call's outputs exist, so nothing the submission can read tells it which calls are checked;
+  kept outputs are copied at once, on the timed stream, and the checker rebuilds their inputs
+  by replaying the changes (grader.perturb.replay);
 - rounds alternate submission and baseline, and the speedup is the median of the per-round
   ratios, which cancels clock drift between rounds;
 - kernels shorter than SHORT_MS are timed by replaying a CUDA graph of many calls, each on its
@@ -22,12 +25,13 @@ is imported.
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from dataclasses import dataclass, field
 
 import torch
 import triton.testing
+
+from grader.perturb import Perturber
 
 # Bound here, before the submission is imported: patching the public names changes nothing.
 _Event = torch.cuda.Event
@@ -38,9 +42,8 @@ _CUDAGraph = torch.cuda.CUDAGraph
 _do_bench = triton.testing.do_bench
 
 ROUNDS = 5
-SAMPLED = 2  # timed calls whose outputs are kept for the checker (in two random rounds)
 WARMUP = 3  # untimed calls per round (timed separately in the first round, for the report)
-ROUND_MS = 40.0  # kernel time per round and side, from the baseline's estimate
+ROUND_MS = 20.0  # kernel time per round and side, from the baseline's estimate
 MIN_SAMPLES, MAX_SAMPLES = 10, 200
 SHORT_MS = 0.02  # shorter kernels are timed through CUDA-graph replay
 GRAPH_TARGET_MS = 0.25  # one replay runs at least this long
@@ -51,8 +54,9 @@ SLOW_FIRST_FACTOR, SLOW_FIRST_MIN_MS = 20.0, 2.0
 
 @dataclass
 class Sample:
-    """A timed call whose inputs were replaced by refresh set `refresh`; its outputs are kept."""
-    refresh: int
+    """A kept timed call: the submission's `call`-th call (or replay), on input set `set`."""
+    call: int
+    set: int
     outputs: object = None
 
 
@@ -66,39 +70,12 @@ class Timing:
     samples: int  # timed samples per round and side
     round_speedups: list[float]
     warmup_ms: list[float]  # the submission's first calls in this phase
+    n_sets: int = 0
     checked: list[Sample] = field(default_factory=list)
 
 
 def _flush_buffer() -> torch.Tensor:
     return torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-
-
-def _copy_into(dst, src) -> None:
-    for d, s in zip(_tensors(dst), _tensors(src)):
-        d.copy_(s)
-
-
-def _tensors(value) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
-    return []
-
-
-class _Perturber:
-    """Changes one random element of a floating-point input before each call."""
-
-    def __init__(self, rng: random.Random):
-        self.rng = rng
-
-    def __call__(self, args) -> None:
-        floats = [t for t in _tensors(args) if t.is_floating_point() and t.numel()]
-        if not floats:
-            return
-        t = self.rng.choice(floats)
-        index = tuple(self.rng.randrange(size) for size in t.shape)
-        t[index].mul_(0.5)  # stays finite and keeps its sign: valid wherever the input was
 
 
 def _event_times(run_call, n: int, before, flush: torch.Tensor, after=None) -> list[float]:
@@ -123,36 +100,33 @@ def estimate_ms(fn, args, flush) -> float:
 
 
 class _EagerSide:
-    """One side (submission or baseline) timed call by call."""
+    """One side (submission or baseline) timed call by call, rotating over its input sets."""
 
     method = "events"
     calls_per_sample = 1
 
-    def __init__(self, fn, sets, refresh_sets, perturb, sample_at: set[int] | None, launch_log):
-        self.fn, self.sets, self.refresh_sets = fn, sets, refresh_sets
-        self.perturb, self.sample_at, self.launch_log = perturb, sample_at or set(), launch_log
+    def __init__(self, fn, sets, perturb, sampler, launch_log):
+        self.fn, self.sets, self.perturb, self.sampler = fn, sets, perturb, sampler
+        self.launch_log = launch_log
         self.checked: list[Sample] = []
         self.calls = 0
-        self._pending: Sample | None = None
+        self._last = None
 
     def run(self, n: int, flush) -> list[float]:
         def before(i):
-            self._pending = None
-            if self.calls in self.sample_at and len(self.checked) < len(self.refresh_sets):
-                sample = Sample(refresh=len(self.checked))
-                _copy_into(self.sets[self.calls % len(self.sets)], self.refresh_sets[sample.refresh])
-                self._pending = sample
-            else:
-                self.perturb(self.sets[self.calls % len(self.sets)])
+            self.perturb(self.sets[self.calls % len(self.sets)])
 
         def call(i):
-            out = self.fn(*self.sets[self.calls % len(self.sets)])
-            if self._pending is not None:
-                self._pending.outputs = out
-                self.checked.append(self._pending)
+            self._last = self.fn(*self.sets[self.calls % len(self.sets)])
+
+        def after(i):
+            # Asked once the outputs exist (and outside the timed window): too late to change them.
+            if self.sampler is not None and self.sampler.keep(self.calls) is not None:
+                self.checked.append(Sample(self.calls, self.calls % len(self.sets), _clone_all(self._last)))
+            self._last = None
             self.calls += 1
 
-        return _event_times(call, n, before, flush)
+        return _event_times(call, n, before, flush, after)
 
 
 class _GraphSide:
@@ -160,9 +134,8 @@ class _GraphSide:
 
     method = "cuda_graph"
 
-    def __init__(self, fn, sets, refresh_sets, perturb, sample_at: set[int] | None, launch_log):
-        self.sets, self.refresh_sets, self.perturb = sets, refresh_sets, perturb
-        self.sample_at, self.launch_log = sample_at or set(), launch_log
+    def __init__(self, fn, sets, perturb, sampler, launch_log):
+        self.sets, self.perturb, self.sampler, self.launch_log = sets, perturb, sampler, launch_log
         self.calls_per_sample = len(sets)
         self.checked: list[Sample] = []
         self.replays = 0
@@ -181,29 +154,21 @@ class _GraphSide:
             self.outputs = [fn(*args) for args in sets]
         if launch_log is not None:
             launch_log.stream = torch.cuda.current_stream().cuda_stream
-        self._pending: Sample | None = None
 
     def run(self, n: int, flush) -> list[float]:
         def before(i):
-            self._pending = None
-            if self.replays in self.sample_at and len(self.checked) < len(self.refresh_sets):
-                self._pending = Sample(refresh=len(self.checked))
-                _copy_into(self.sets[0], self.refresh_sets[self._pending.refresh])
-                for t in _tensors(self.outputs[0]):
-                    if t.is_floating_point():
-                        t.fill_(float("nan"))  # the replay itself must write them
-            else:
-                for args in self.sets:
-                    self.perturb(args)
+            for args in self.sets:
+                self.perturb(args)
 
         def call(i):
             self.graph.replay()
-            self.replays += 1
 
         def after(i):
-            if self._pending is not None:
-                self._pending.outputs = _clone_all(self.outputs[0])
-                self.checked.append(self._pending)
+            kept = self.sampler.keep(self.replays) if self.sampler is not None else None
+            if kept is not None:
+                index = kept % len(self.sets)
+                self.checked.append(Sample(self.replays, index, _clone_all(self.outputs[index])))
+            self.replays += 1
 
         times = _event_times(call, n, before, flush, after)
         return [t / self.calls_per_sample for t in times]
@@ -222,36 +187,41 @@ def graph_calls(estimate: float) -> int:
 
 
 def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
-              use_graph: bool | None = None) -> Timing:
+              use_graph: bool | None = None, sampler=None) -> Timing:
     """Time submission and baseline, both on input sets drawn by make_args(salt) -> args tuple.
 
-    Sets are drawn with salts "/timing<i>"; the contents swapped in at sampled calls with
-    "/refresh<r>" (Sample.refresh is r), so the checker can draw them again.
+    Sets are drawn with salts "/timing<i>". Before its first timed call the sampler is told how
+    many calls the submission will make (`sampler.begin(calls, n_sets)`); after each call it is
+    asked `sampler.keep(call)`: None, or a set index whose outputs are kept (Timing.checked).
+    The submission's input changes come from Perturber(seed): grader.perturb.replay rebuilds
+    them.
     """
-    rng = random.Random(seed)
     flush = _flush_buffer()
     first = make_args("/timing0")
     estimate = estimate_ms(baseline, first, flush)
     short = estimate < SHORT_MS if use_graph is None else use_graph
     count = graph_calls(estimate) if short else 3
     sets = [first] + [make_args(f"/timing{i}") for i in range(1, count)]
-    refresh_sets = [make_args(f"/refresh{r}") for r in range(SAMPLED)]
     samples = max(MIN_SAMPLES, min(MAX_SAMPLES, round(ROUND_MS / max(estimate, 1e-4))))
-    # One sampled call in each of SAMPLED random rounds, at a random position among its timed calls.
-    sample_at = {r * (samples + WARMUP) + WARMUP + rng.randrange(samples)
-                 for r in rng.sample(range(ROUNDS), SAMPLED)}
-    method = "events"
+    # Only the submission's calls change the inputs (the baseline caches nothing), so the changes
+    # to the shared sets are the submission's alone and replay exactly.
+    sub_perturb, base_perturb = Perturber(seed), (lambda args: None)
+    method, tried_graph = "events", short
     if short:
         try:
-            sub_side = _GraphSide(submission, sets, refresh_sets, _Perturber(rng), sample_at, launch_log)
-            base_side = _GraphSide(baseline, sets, [], _Perturber(rng), None, None)
+            sub_side = _GraphSide(submission, sets, sub_perturb, sampler, launch_log)
+            base_side = _GraphSide(baseline, sets, base_perturb, None, None)
             method = "cuda_graph"
         except Exception:  # noqa: BLE001 - not capturable (a host sync, say): time call by call
             torch.cuda.synchronize()
             short = False
     if not short:
-        sub_side = _EagerSide(submission, sets[:3], refresh_sets, _Perturber(rng), sample_at, launch_log)
-        base_side = _EagerSide(baseline, sets[:3], [], _Perturber(rng), None, None)
+        if tried_graph:  # a failed capture may have run the submission on them: draw afresh
+            sets = [make_args(f"/timing{i}") for i in range(3)]
+        sub_side = _EagerSide(submission, sets, sub_perturb, sampler, launch_log)
+        base_side = _EagerSide(baseline, sets, base_perturb, None, None)
+    if sampler is not None:
+        sampler.begin(ROUNDS * (WARMUP + samples), len(sets))
     round_sub, round_base, ratios, warmup_ms = [], [], [], []
     for r in range(ROUNDS):
         order = (sub_side, base_side) if r % 2 == 0 else (base_side, sub_side)
@@ -266,7 +236,7 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
         time_ms=statistics.median(round_sub), baseline_ms=statistics.median(round_base),
         speedup=statistics.median(ratios), method=method,
         calls_per_sample=sub_side.calls_per_sample, samples=samples, round_speedups=ratios,
-        warmup_ms=warmup_ms, checked=sub_side.checked,
+        warmup_ms=warmup_ms, n_sets=len(sets), checked=sub_side.checked,
     )
 
 

@@ -42,6 +42,7 @@ def default_memory_bytes() -> int:
 class Breach:
     kind: str  # time | memory | processes | output
     message: str
+    case: str | None = None  # the case that broke its own time limit
 
 
 def _proc_table() -> dict[int, tuple[int, int, int]]:
@@ -79,11 +80,12 @@ def descendants(root: int, table: dict[int, tuple[int, int, int]]) -> list[int]:
 
 
 def watch(proc: subprocess.Popen, limits: Limits, output_path: Path,
-          seen: dict[int, int]) -> Breach | None:
+          seen: dict[int, int], extra=None) -> Breach | None:
     """Wait for proc to exit; returns the first limit it broke (the caller kills it).
 
     `seen` collects every process of the tree (pid -> start time), so processes that left the
-    process group can still be killed afterwards.
+    process group can still be killed afterwards. `extra()`, polled too, returns a Breach of a
+    limit the caller keeps (a case's own time limit).
     """
     deadline = time.monotonic() + limits.wall_s
     can_scan = os.path.isdir("/proc/self")
@@ -96,6 +98,9 @@ def watch(proc: subprocess.Popen, limits: Limits, output_path: Path,
         if time.monotonic() > deadline:
             return Breach("time", f"Time limit exceeded: the submission ran for more than "
                                   f"{limits.wall_s:g} s")
+        breach = extra() if extra else None
+        if breach:
+            return breach
         try:
             size = output_path.stat().st_size
         except OSError:

@@ -28,14 +28,16 @@ from pathlib import Path
 import torch
 import triton
 
-from grader import integrity, launches, sandbox
+from grader import handover, integrity, launches, sandbox
 from grader.allowed_ops import describe, effective_allowed
+from grader.control import ParentGone, ParentLine, ParentSampler
 from grader.ceilings import cache_key
 from grader.compare import check_tensor_type
 from grader.guardbands import GuardedFactories, guarded_copy
 from grader.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
 from grader.inputs import AGAIN, case_seed, flatten, make_case_inputs, output_dtype
 from grader.kata import load_kata
+from grader.limits import case_limit_s, timing_limit_s
 from grader.timing import floor_ms, measure_ceilings, slow_first_calls, time_pair
 
 FATAL_CUDA_MARKERS = ("CUDA error", "illegal memory access", "illegal instruction",
@@ -194,6 +196,7 @@ class CaseRunner:
         self.torch_ops = None  # what the last call did with PyTorch (grader.guards.TorchOps)
         self.cases = {c.name: c for c in task.cases}
         self.saved = 0
+        self.shared: list[torch.Tensor] = []  # outputs handed over by CUDA IPC, not yet ruled on
 
     def inputs(self, planned, salt: str = "") -> dict:
         case = self.cases[planned["case"]]
@@ -375,29 +378,63 @@ class CaseRunner:
                         raise CaseProblem(f"output '{label}' shares memory with input '{shared}': "
                                           "return a new tensor", "output_aliases_input")
 
-    def _save(self, outputs: dict) -> str:
-        """Plain CPU copies of the outputs, for the checker; returns the file."""
+    def _save(self, outputs: dict):
+        """The outputs handed to the checker: CUDA IPC handles on a GPU (the tensors are kept
+        alive in self.shared until the parent has the verdict), else plain CPU copies in a file."""
+        if self.device == "cuda":
+            try:
+                handed = {}
+                for name, got in outputs.items():
+                    leaves = [t for _, t in flatten(got, name)] if isinstance(got, (list, tuple)) else [got]
+                    leaves = [t.detach().contiguous() for t in leaves]
+                    self.shared.extend(leaves)
+                    handed[name] = [handover.share(t) for t in leaves]
+                torch.cuda.synchronize()  # the checker reads them from another process
+                return handed
+            except Exception:  # noqa: BLE001 - IPC unavailable here: fall back to a file
+                pass
         plain = {}
         for name, got in outputs.items():
             leaves = [t for _, t in flatten(got, name)] if isinstance(got, (list, tuple)) else [got]
             plain[name] = [t.detach().to("cpu", copy=True).contiguous() for t in leaves]
         self.saved += 1
-        path = self.outdir / f"{self.task.name}-{self.saved}.pt"
-        torch.save(plain, path)
-        return str(path)
+        return handover.save(plain, self.outdir / f"{self.task.name}-{self.saved}.pt")
 
-    def time_case(self, planned, ceilings) -> dict:
-        """Submission vs baseline on fresh input sets; sampled timed outputs saved for the checker."""
+    def release(self, handed) -> None:
+        """Drop what was handed over, once the parent has ruled on it."""
+        self.shared.clear()
+        for value in (handed.values() if isinstance(handed, dict) else [handed]):
+            if isinstance(value, str):
+                Path(value).unlink(missing_ok=True)
+
+    def baseline_s(self, planned) -> float:
+        """Seconds the kata's baseline takes on this case's inputs (for the case's time limit)."""
+        import time
+
+        args = [v for v in self.inputs(planned, "/limit").values()]
+        baseline = getattr(self.spec, self.task.baseline_fn)
+        started = time.perf_counter()
+        try:
+            baseline(*args)
+            _sync(self.device)
+        except Exception:  # noqa: BLE001 - a baseline that cannot run here gives no estimate
+            return 0.0
+        return time.perf_counter() - started
+
+    def time_case(self, planned, ceilings, line: ParentLine) -> dict:
+        """Submission vs baseline on fresh input sets; the timed calls the parent chose go to it."""
         def make_args(salt):
             inputs = self.inputs(planned, salt)
             return tuple(inputs[a] for a in self.task.args)
 
         baseline = getattr(self.spec, self.task.baseline_fn)
+        # An in-place output moves on with every later call: its timed calls are not verified.
+        sampler = None if self.task.inplace else ParentSampler(line, planned["key"])
         stream = torch.cuda.current_stream().cuda_stream
         launches.log.start(stream)
         try:
             timing = time_pair(self.fn, baseline, make_args, seed=case_seed(self.seed, planned["key"] + "/rng"),
-                               launch_log=launches.log)
+                               launch_log=launches.log, sampler=sampler)
         finally:
             launches.log.stop()
         self._check_integrity()
@@ -405,6 +442,15 @@ class CaseRunner:
         out = {"time_ms": timing.time_ms, "baseline_ms": timing.baseline_ms, "speedup": timing.speedup,
                "timing_method": timing.method, "calls_per_sample": timing.calls_per_sample,
                "samples": timing.samples, "round_speedups": timing.round_speedups}
+        kept = []
+        for sample in timing.checked:
+            outputs = {o.name: v for o, v in zip(self.task.returns, (
+                (sample.outputs,) if len(self.task.returns) == 1 else tuple(sample.outputs)))}
+            kept.append({"call": sample.call, "set": sample.set, "file": self._save(outputs)})
+        timing.checked.clear()
+        line.ask("samples", key=planned["key"], samples=kept, method=timing.method, sets=timing.n_sets)
+        for sample in kept:
+            self.release(sample["file"])
         slow = slow_first_calls(timing)
         if slow:
             raise CaseProblem(slow, "slow_first_calls")
@@ -414,13 +460,6 @@ class CaseRunner:
         floor = floor_ms(nbytes, flops, ceilings) if ceilings else None
         if floor:
             out.update(floor_ms=floor, roofline=floor / timing.time_ms, nbytes=nbytes, flops=flops)
-        checked = []
-        if not self.task.inplace:  # an in-place output moves on with every later call
-            for sample in timing.checked:
-                outputs = {o.name: v for o, v in zip(self.task.returns, (
-                    (sample.outputs,) if len(self.task.returns) == 1 else tuple(sample.outputs)))}
-                checked.append({"refresh": sample.refresh, "file": self._save(outputs)})
-        out["checked_samples"] = checked
         del timing
         torch.cuda.empty_cache()
         return out
@@ -463,6 +502,7 @@ def _lock_down(request: dict, device: str) -> dict:
 def main(request_path: str) -> int:
     request = json.loads(Path(request_path).read_text())
     reporter = Reporter(request["results"])
+    line = ParentLine(int(request["control_fd"]))
     submission = Path(request["submission"])
     mode = request["mode"]
     device = "cuda" if mode == "gpu" else "cpu"
@@ -495,24 +535,36 @@ def main(request_path: str) -> int:
                                   request["seed"], outdir, snapshot) for t in kata.tasks}
     plan = [p for p in request["plan"] if not p["skip_reason"]]
     failed_tasks: set[str] = set()
+    compiled: set[str] = set()
+    cap = request.get("case_cap_s")
     try:
         for planned in plan:
+            runner = runners[planned["task"]]
+            limit = case_limit_s(mode, planned["task"] not in compiled, runner.baseline_s(planned), cap)
+            compiled.add(planned["task"])
             reporter.emit({"type": "start", "key": planned["key"]})
-            result = runners[planned["task"]].run_case(planned)
+            line.ask("start", key=planned["key"], phase="case", limit_s=limit)
+            result = runner.run_case(planned)
             if result["status"] != "ran":
                 failed_tasks.add(planned["task"])
             reporter.emit({"type": "case", "key": planned["key"], "result": result})
-        if device == "cuda":
+            answer = line.ask("case", key=planned["key"], result=result)
+            runner.release(result.get("outputs") or {})
+            if answer.get("stop"):
+                break
+        # Correctness first: a submission that is already wrong is not timed (unless asked).
+        if device == "cuda" and line.ask("time").get("time"):
             for planned in plan:
                 if planned["bench"] and planned["task"] not in failed_tasks:
                     reporter.emit({"type": "start", "key": planned["key"], "phase": "timing"})
+                    line.ask("start", key=planned["key"], phase="timing", limit_s=timing_limit_s(cap))
                     try:
-                        timing = runners[planned["task"]].time_case(planned, ceilings)
+                        timing = runners[planned["task"]].time_case(planned, ceilings, line)
                     except CaseProblem as problem:
                         reporter.emit({"type": "timing_error", "key": planned["key"],
                                        "message": problem.message, "cheat": problem.cheat})
                         continue
-                    except (TamperingError, FatalCudaError):
+                    except (TamperingError, FatalCudaError, ParentGone):
                         raise
                     except Exception as exc:  # noqa: BLE001 - the submission failed while timed
                         text = user_traceback(exc, submission)
@@ -525,6 +577,8 @@ def main(request_path: str) -> int:
     except FatalCudaError as exc:
         reporter.emit({"type": "fatal", "message": f"CUDA fault (the GPU context is lost, so the "
                        f"remaining cases could not run):\n{exc}"})
+        return 0
+    except ParentGone:
         return 0
     except TamperingError as exc:
         reporter.emit({"type": "fatal", "cheat": "tampering", "message": (

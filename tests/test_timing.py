@@ -9,3 +9,116 @@ def test_floor_is_the_larger_of_memory_and_compute_time():
     assert floor_ms(2e9, None, CEILINGS) == 2.0  # 2 GB at 1000 GB/s
     assert floor_ms(1e6, 1e12, CEILINGS) == 2.0  # 1 TFLOP at 500 TFLOP/s dominates
     assert floor_ms(None, None, CEILINGS) is None
+
+
+class _FakeEvent:
+    def __init__(self, enable_timing=True):
+        pass
+
+
+def _cpu_timing(monkeypatch):
+    """grader.timing's call-by-call loop on the CPU: CUDA events and syncs faked, same logic."""
+    import torch
+
+    from grader import timing
+
+    monkeypatch.setattr(timing, "_Event", _FakeEvent)
+    monkeypatch.setattr(timing, "_record", lambda event: None)
+    monkeypatch.setattr(timing, "_elapsed", lambda start, end: 1.0)
+    monkeypatch.setattr(timing, "_synchronize", lambda: None)
+    monkeypatch.setattr(timing, "_flush_buffer", lambda: torch.empty(16, dtype=torch.int32))
+    return timing
+
+
+class _KeepAt:
+    def __init__(self, picks):
+        self.picks = picks
+
+    def begin(self, calls, n_sets):
+        self.calls, self.n_sets = calls, n_sets
+
+    def keep(self, call):
+        return self.picks.get(call)
+
+
+def _vector_add_checker_and_args():
+    import importlib.util
+
+    from grader.catalog import get_kata
+    from grader.checker import Checker
+    from grader.inputs import make_case_inputs
+
+    kata = get_kata("vector_add")
+    task = kata.tasks[0]
+    case = next(c for c in task.cases if c.name == "odd_tail" or "interpret" in c.modes)
+    planned = {"key": f"{task.name}/{case.name}/float32", "task": task.name, "case": case.name,
+               "dtype": "float32"}
+    checker = Checker(kata, 7, "cpu")
+
+    def make_args(salt):
+        inputs = make_case_inputs(checker.spec, task, case, "float32", "cpu", 7, planned["key"], salt)
+        return tuple(inputs[a] for a in task.args)
+
+    return checker, planned, make_args
+
+
+def _verify(checker, planned, result, tmp_path):
+    import torch
+
+    from grader.inputs import case_seed  # noqa: F401 - the seed the worker's timing uses
+
+    samples = []
+    for i, sample in enumerate(result.checked):
+        path = tmp_path / f"s{i}.pt"
+        torch.save({"out": [sample.outputs]}, path)
+        samples.append({"call": sample.call, "set": sample.set, "file": str(path)})
+    return checker.check_samples(planned, samples, result.method, result.n_sets)
+
+
+def test_kept_timed_outputs_verify_against_replayed_inputs(monkeypatch, tmp_path):
+    from grader.inputs import case_seed
+
+    timing = _cpu_timing(monkeypatch)
+    checker, planned, make_args = _vector_add_checker_and_args()
+    honest = lambda x, y: x + y  # noqa: E731
+    result = timing.time_pair(honest, honest, make_args, seed=case_seed(7, planned["key"] + "/rng"),
+                              use_graph=False, sampler=_KeepAt({0: 0, 7: 1, 40: 1}))
+    assert [s.call for s in result.checked] == [0, 7, 40] and result.n_sets == 3
+    assert [s.set for s in result.checked] == [0, 7 % 3, 40 % 3]  # call-by-call: the call's own set
+    assert _verify(checker, planned, result, tmp_path) is None
+
+
+def test_a_stale_timed_output_is_named_cached_results(monkeypatch, tmp_path):
+    from grader.inputs import case_seed
+
+    timing = _cpu_timing(monkeypatch)
+    checker, planned, make_args = _vector_add_checker_and_args()
+    cache = {}
+
+    def by_pointer(x, y):  # honest the first time it sees a buffer, then replays that result
+        key = x.data_ptr()
+        if key not in cache:
+            cache[key] = x + y
+        return cache[key]
+
+    result = timing.time_pair(by_pointer, lambda x, y: x + y, make_args,
+                              seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
+                              sampler=_KeepAt({30: 0}))
+    failure = _verify(checker, planned, result, tmp_path)
+    assert failure["cheat"] == "cached_results" and "earlier call" in failure["message"]
+
+
+def test_a_timed_output_wrong_for_other_reasons_is_not_called_a_cheat(monkeypatch, tmp_path):
+    from grader.inputs import case_seed
+
+    timing = _cpu_timing(monkeypatch)
+    checker, planned, make_args = _vector_add_checker_and_args()
+
+    def off_by_a_bit(x, y):
+        return x + y + 1e-2
+
+    result = timing.time_pair(off_by_a_bit, lambda x, y: x + y, make_args,
+                              seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
+                              sampler=_KeepAt({12: 0}))
+    failure = _verify(checker, planned, result, tmp_path)
+    assert failure["cheat"] is None and "timed call" in failure["message"]

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from grader.catalog import get_kata
+from grader.perturb import replay
 from grader.runner import grade
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -106,7 +107,7 @@ def vector_add(x, y):
     return out
 '''
     result = _grade(tmp_path, body)
-    assert result.status == "fail" and result.cheat == "timed_outputs_wrong", result.cheats
+    assert result.status == "fail" and result.cheat == "cached_results", result.cheats
 
 
 def test_patched_timer_changes_nothing_and_is_named(tmp_path):
@@ -158,10 +159,64 @@ def test_short_kernels_are_timed_by_graph_replay():
         return (torch.randn(1 << 16, device="cuda", generator=gen),
                 torch.randn(1 << 16, device="cuda", generator=gen))
 
-    result = timing.time_pair(ref.vector_add, lambda x, y: x + y, make_args, seed=1)
+    class KeepSome:  # the parent's role: keep a few calls, chosen here
+        def begin(self, calls, n_sets):
+            self.keep_at = {3: 1, calls // 2: 0, calls - 1: n_sets - 1}
+
+        def keep(self, call):
+            return self.keep_at.get(call)
+
+    result = timing.time_pair(ref.vector_add, lambda x, y: x + y, make_args, seed=1, sampler=KeepSome())
     assert result.method == "cuda_graph" and result.calls_per_sample >= 8
     assert 0.3 < result.speedup < 3.0 and result.time_ms < 0.02
-    assert len(result.checked) == timing.SAMPLED
-    for sample in result.checked:  # what the replay returned for the contents swapped in
-        x, y = make_args(f"/refresh{sample.refresh}")
+    assert len(result.checked) == 3
+    for sample in result.checked:  # what the replay returned, for the inputs rebuilt by replay
+        sets = [make_args(f"/timing{i}") for i in range(result.n_sets)]
+        replay(sets, 1, sample.call, per_call_all_sets=True)
+        x, y = sets[sample.set]
         torch.testing.assert_close(sample.outputs, x + y)
+
+
+def test_prediction_of_the_checked_timed_calls_gets_nowhere(tmp_path):
+    # The strongest attack on a grader that picks the verified timed calls in the worker: find the
+    # grade's seed in the worker's memory, rebuild the pick, compute honestly on the predicted
+    # calls and serve stale results (padded with a real launch, to stay above the floor) on the
+    # rest. Here the pick is made by the parent after each call, so the prediction is a guess.
+    body = '''
+import gc
+import random
+
+from grader.inputs import case_seed
+
+_calls, _cache, _state = {}, {}, {}
+
+
+def _grade_seed():
+    for obj in gc.get_objects():
+        if type(obj).__name__ == "CaseRunner" and hasattr(obj, "seed"):
+            return obj.seed
+    return 0
+
+
+def _predicted(n_timed):
+    # The old pick: one call in each of two random rounds, from the timing rng.
+    seed = _state.setdefault("seed", _grade_seed())
+    rng = random.Random(case_seed(seed, "vector_add/bench_2e28/float32/rng"))
+    per_round = n_timed
+    return {r * (per_round + 3) + 3 + rng.randrange(per_round) for r in rng.sample(range(5), 2)}
+
+
+def vector_add(x, y):
+    key = (x.numel(), x.dtype)
+    n = _calls[key] = _calls.get(key, 0) + 1
+    ptrs = (x.data_ptr(), y.data_ptr())
+    out = torch.empty_like(x)
+    launch(x, y, out)  # the padding: the same launch, on throw-away storage when cheating
+    if n > 2 and ptrs in _cache and (n - 3) not in _predicted(10):
+        return _cache[ptrs]
+    _cache[ptrs] = out
+    return out
+'''
+    result = _grade(tmp_path, body)
+    assert result.status == "fail" and result.cheat == "cached_results", result.cheats
+    assert "earlier call" in result.message

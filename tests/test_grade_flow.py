@@ -1,0 +1,54 @@
+"""How a grade moves: live progress, --fail-fast, and each case's own time limit (interpreter)."""
+
+from __future__ import annotations
+
+from grader.catalog import get_kata
+from grader.runner import grade
+from conftest import WRONG, write
+
+HANG = '''
+import time
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def softmax(x):
+    if x.shape[1] > 200:  # hangs on the first case with long rows
+        while True:
+            time.sleep(0.1)
+    out = torch.empty_like(x)
+    copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    return out
+'''
+
+
+def test_a_hang_is_reported_by_its_case_within_the_case_limit(tmp_path):
+    result = grade(get_kata("softmax"), write(tmp_path, HANG), "interpret", timeout_s=200,
+                   case_timeout_s=20)
+    assert result.status == "error" and result.duration_s < 100, result.message
+    assert "softmax/medium [float32]" in result.message and "M=128, N=1000" in result.message
+    assert "loop that never ends" in result.message and "--timeout" in result.message
+    hung = [c for c in result.cases if c.name == "medium" and c.dtype == "float32"]
+    assert hung[0].status == "error"
+
+
+def test_fail_fast_stops_at_the_first_failing_case_and_progress_hears_each_case():
+    events = []
+    result = grade(get_kata("vector_add"), WRONG / "vector_add_bad_mask.py", "interpret",
+                   fail_fast=True, progress=events.append)
+    assert result.status == "fail"
+    ran = [c for c in result.cases if c.status in ("pass", "fail", "error")]
+    failed = [c for c in ran if c.status != "pass"]
+    assert len(failed) == 1 and ran[-1] is failed[0]
+    not_run = [c for c in result.cases if c.status == "not_run"]
+    assert not_run and all("--fail-fast" in c.message for c in not_run)
+    checked = [e for e in events if e["type"] == "case"]
+    assert len(checked) == len(ran)
+    assert [e["type"] for e in events[:2]] == ["start", "case"]

@@ -1,0 +1,159 @@
+"""The parent's side of the worker's line: verdicts case by case, correctness before timing, the
+secret choice of verified timed calls, and questions asked out of turn (grader.control); and the
+replay of the input changes made before timed calls (grader.perturb)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import torch
+
+from grader.control import SAMPLED, ParentLine, ParentSampler, Referee
+from grader.perturb import Perturber, replay
+
+PLAN = [{"key": f"t/c{i}/float32", "task": "t", "case": f"c{i}", "dtype": "float32"} for i in range(3)]
+
+
+class FakeJudge:
+    def __init__(self, failing=(), timed_failure=None):
+        self.failing, self.timed_failure = set(failing), timed_failure
+        self.samples = []
+
+    def check_case(self, planned, result):
+        return dict(result, status="fail" if planned["key"] in self.failing else "pass")
+
+    def check_samples(self, planned, samples, method, n_sets):
+        self.samples.append((planned["key"], samples, method, n_sets))
+        return self.timed_failure
+
+
+@pytest.fixture()
+def line_to():
+    made = []
+
+    def make(judge, **kwargs):
+        ours, theirs = socket.socketpair()
+        referee = Referee(ours, judge, PLAN, **kwargs)
+        referee.start()
+        made.append((ours, theirs, referee))
+        return ParentLine(theirs.detach()), referee
+
+    yield make
+    for ours, theirs, referee in made:
+        ours.shutdown(socket.SHUT_RDWR)
+        referee.join(timeout=5)
+        ours.close()
+
+
+def _run_cases(line, keys):
+    answers = []
+    for key in keys:
+        line.ask("start", key=key, phase="case", limit_s=10)
+        answers.append(line.ask("case", key=key, result={"status": "ran", "outputs": {}}))
+    return answers
+
+
+def test_verdicts_come_back_case_by_case_and_a_wrong_submission_is_not_timed(line_to):
+    events = []
+    line, referee = line_to(FakeJudge(failing={PLAN[1]["key"]}), progress=events.append)
+    answers = _run_cases(line, [p["key"] for p in PLAN])
+    assert [a["ok"] for a in answers] == [True, False, True]
+    assert not any(a["stop"] for a in answers)
+    assert line.ask("time") == {"time": False}
+    assert referee.timing_skipped and referee.verdicts[PLAN[1]["key"]]["status"] == "fail"
+    assert [e["type"] for e in events] == ["start", "case"] * 3
+
+
+def test_keep_going_times_anyway_and_fail_fast_stops_at_the_first_failure(line_to):
+    line, _ = line_to(FakeJudge(failing={PLAN[0]["key"]}), keep_going=True)
+    _run_cases(line, [PLAN[0]["key"]])
+    assert line.ask("time") == {"time": True}
+    line, referee = line_to(FakeJudge(failing={PLAN[0]["key"]}), fail_fast=True)
+    assert _run_cases(line, [PLAN[0]["key"]])[0]["stop"] is True
+    assert referee.stopped_at == PLAN[0]["key"]
+
+
+def test_timed_calls_to_verify_are_chosen_by_the_parent_and_revealed_only_after_each_call(line_to):
+    judge = FakeJudge()
+    line, referee = line_to(judge)
+    key = PLAN[0]["key"]
+    sampler = ParentSampler(line, key)
+    sampler.begin(200, 3)
+    # The worker holds nothing that names the chosen calls: it learns each one only by asking,
+    # after the call, once.
+    assert not any(isinstance(v, (set, dict)) and v for v in vars(sampler).values())
+    kept = {call: s for call in range(200) if (s := sampler.keep(call)) is not None}
+    assert len(kept) == SAMPLED and all(0 <= s < 3 for s in kept.values())
+    samples = [{"call": c, "set": c % 3, "file": ""} for c in kept]
+    line.ask("samples", key=key, samples=samples, method="events", sets=3)
+    assert judge.samples[0][1] == samples and not referee.forgeries
+    # Two grades choose different calls: nothing to learn from one grade for the next.
+    line2, _ = line_to(FakeJudge())
+    other = ParentSampler(line2, key)
+    other.begin(200, 3)
+    kept2 = {c for c in range(200) if other.keep(c) is not None}
+    chosen_again = kept2 == set(kept)
+    assert not chosen_again or SAMPLED >= 200
+
+
+def test_asking_ahead_or_twice_is_caught(line_to):
+    line, referee = line_to(FakeJudge())
+    key = PLAN[0]["key"]
+    sampler = ParentSampler(line, key)
+    sampler.begin(50, 2)
+    sampler.keep(5)  # a submission peeking at call 5 before the grader asks
+    sampler.keep(5)
+    assert referee.forgeries
+
+
+def test_handing_over_other_timed_outputs_than_chosen_is_caught(line_to):
+    line, referee = line_to(FakeJudge())
+    key = PLAN[0]["key"]
+    sampler = ParentSampler(line, key)
+    sampler.begin(30, 2)
+    for call in range(30):
+        sampler.keep(call)
+    line.ask("samples", key=key, samples=[{"call": 1, "set": 0, "file": ""}], method="events", sets=2)
+    assert referee.forgeries
+
+
+def test_a_case_past_its_limit_is_overdue(line_to):
+    line, referee = line_to(FakeJudge())
+    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=1e-6)
+    assert referee.overdue()["key"] == PLAN[0]["key"]
+    line.ask("case", key=PLAN[0]["key"], result={"status": "ran"})
+    assert referee.overdue() is None
+
+
+def test_malformed_requests_are_forgeries(line_to):
+    line, referee = line_to(FakeJudge())
+    line.ask("case", key="not/in/the/plan", result={})
+    line.ask("launch_missiles", key=PLAN[0]["key"])
+    assert len(referee.forgeries) == 2
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_replay_rebuilds_the_inputs_of_any_timed_call(graph):
+    gen = torch.Generator().manual_seed(0)
+    drawn = [(torch.randn(7, 300, generator=gen), torch.randn(300, generator=gen)) for _ in range(3)]
+    live = [tuple(t.clone() for t in s) for s in drawn]
+    perturb = Perturber(1234)
+    seen = {}
+    for call in range(40):  # the timing loop's order of changes
+        if graph:
+            for args in live:
+                perturb(args)
+        else:
+            perturb(live[call % 3])
+        seen[call] = [tuple(t.clone() for t in s) for s in live]
+    for call in (0, 17, 39):
+        rebuilt = [tuple(t.clone() for t in s) for s in drawn]
+        replay(rebuilt, 1234, call, graph)
+        for got, want in zip(rebuilt, seen[call]):
+            assert all(torch.equal(g, w) for g, w in zip(got, want))
+    # Every change halves a span: values stay finite and keep their sign.
+    for before, after in zip(drawn, seen[39]):
+        for b, a in zip(before, after):
+            assert torch.equal(torch.sign(a), torch.sign(b)) and torch.isfinite(a).all()
+    assert any(not torch.equal(b, a) for s, t in zip(drawn, seen[39]) for b, a in zip(s, t))
