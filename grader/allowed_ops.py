@@ -19,8 +19,8 @@ ALLOWED_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.empty_permuted",
         "aten.new_empty", "aten.new_empty_strided", "aten.zeros", "aten.zeros_like",
         "aten.new_zeros", "aten.ones", "aten.ones_like", "aten.new_ones", "aten.full",
-        "aten.full_like", "aten.new_full", "aten.scalar_tensor", "aten.arange", "aten.lift",
-        "aten.lift_fresh", "aten.lift_fresh_copy", "aten.resize_", "aten.resize_as_", "aten.set_",
+        "aten.full_like", "aten.new_full", "aten.scalar_tensor", "aten.arange",
+        "aten.lift_fresh", "aten.resize_", "aten.resize_as_", "aten.set_",
     )),
     ("fill", "fill a tensor with a constant: fill_, zero_", (
         "aten.fill_", "aten.zero_",
