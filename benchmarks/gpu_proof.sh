@@ -13,26 +13,29 @@ out=${1:?OUT_DIR}; what=${2:-grade}
 work=$(mktemp -d)
 export PYTHONUNBUFFERED=1 KATA_CACHE_DIR="$work/cache"
 kata() { python3 -m grader "$@"; }
+# KATAS="a b" narrows the proof to those katas (default: every kata).
+katas=${KATAS:-$(python3 -c "from grader.catalog import all_katas; print(' '.join(k.name for k in all_katas()))")}
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c "import sys, torch, triton; print(sys.version.split()[0], torch.__version__, triton.__version__)"
 } | tee "$work/env.txt"
 if [ "$what" = grade ]; then
-  kata selftest --gpu > "$work/selftest.txt"; echo "selftest rc=$?" | tee -a "$work/selftest.txt"
+  start=$(date +%s.%N)
+  kata selftest $katas --gpu > "$work/selftest.txt"; echo "selftest rc=$? wall_s $(python3 -c "print(round($(date +%s.%N) - $start, 1))")" | tee -a "$work/selftest.txt"
   cat "$work/selftest.txt"
   ws=$(mktemp -d)
-  for k in vector_add softmax rms_norm; do
+  for k in $katas; do
     kata new "$k" --dir "$ws" --force > /dev/null
     cp "reference/$k.py" "$ws/$k/solution.py"
     kata grade "$ws/$k" --gpu --json --report "$work/grade_$k.md" > "$work/grade_$k.json"
     echo "grade $k rc=$?"
   done
   mkdir -p "$work/wrong"
-  ls tests/wrong/*.py | xargs -P 6 -I{} sh -c '
-    f={}; b=$(basename "$f" .py)
-    for k in vector_add softmax rms_norm; do case "$b" in ${k}_*) kata=$k;; esac; done
-    python3 -m grader grade "$f" --kata "$kata" --gpu --json > "'"$work"'/wrong/$b.json"'
+  for k in $katas; do ls tests/wrong/${k}_*.py 2>/dev/null; done | sort -u | KATA_LIST="$katas" xargs -P 4 -I{} sh -c '
+    f={}; b=$(basename "$f" .py); kata=""
+    for k in $KATA_LIST; do case "$b" in ${k}_*) [ ${#k} -gt ${#kata} ] && kata=$k;; esac; done
+    python3 -m grader grade "$f" --kata "$kata" --gpu --json --no-record --fail-fast > "'"$work"'/wrong/$b.json"'
   python3 - "$work/wrong" <<'PY'
 import glob, json, sys
 for path in sorted(glob.glob(sys.argv[1] + "/*.json")):
@@ -46,7 +49,7 @@ PY
   mkdir -p "$work/cheats"
   for f in tests/cheats/*.py; do
     b=$(basename "$f" .py)
-    python3 -m grader grade "$f" --kata vector_add --gpu --json > "$work/cheats/$b.json"
+    python3 -m grader grade "$f" --kata vector_add --gpu --json --no-record > "$work/cheats/$b.json"
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('cheat', sys.argv[2], 'declared', sys.argv[3], 'got', d['cheat'], d['status'], d['score'])" \
       "$work/cheats/$b.json" "$b" "$(sed -n 's/^# cheat: //p' "$f")"
   done
@@ -60,6 +63,6 @@ elif [ "$what" = spread ]; then
   done
   python3 benchmarks/spread.py "$work" | tee "$work/spread.txt"
 else
-  python3 benchmarks/bench.py --out "$work/bench.json"; echo "bench rc=$?"
+  python3 benchmarks/bench.py $katas ${BENCH_ARGS:-} --out "$work/bench.json"; echo "bench rc=$?"
 fi
 tar czf "$out/proof-$what.tar.gz" -C "$work" .

@@ -27,6 +27,7 @@ from grader.compare import compare_values
 from grader.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
 from grader.kata import Kata, load_kata
 from grader.perturb import replay
+from grader.properties import judge as judge_property
 
 DOWNGRADES = (torch.bfloat16, torch.float16)
 
@@ -54,6 +55,8 @@ class Checker:
 
     def compare(self, task, inputs, saved: dict, truth=None) -> dict:
         """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches, partial}"""
+        if task.property_fn:
+            return judge_property(self.spec, task, [(inputs, saved)], self.device)
         truth = truth if truth is not None else self._truth(task, inputs)
         worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
         for output, expected in zip(task.outputs, truth):
@@ -90,7 +93,7 @@ class Checker:
         lower precision (it was stored from there), or the output sits far closer to the
         reference computed from inputs rounded to it than to the true reference.
         """
-        got = [t.double() for name in saved for t in saved[name]
+        got = [t.double().cpu() for name in saved for t in saved[name]
                if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.numel()]
         if not got:
             return None
@@ -117,6 +120,8 @@ class Checker:
         task = self.tasks[planned["task"]]
         key, dtype = planned["key"], planned["dtype"]
         files = result.pop("outputs", {})
+        if task.property_fn:
+            return self._check_property_case(task, planned, result, files)
         inputs = self._inputs(task, planned["case"], dtype, key, "")
         first = handover.load(files.get("first"))
         verdict = self.compare(task, inputs, first)
@@ -145,6 +150,24 @@ class Checker:
                          "the first call was right but a second call with new inputs was wrong "
                          "(" + verdict_again["message"] + "): the results are not deterministic "
                          "(a race, or memory read before it was written?)", "nondeterministic")
+        result.update(status="pass", message="", **{k: verdict[k] for k in
+                                                    ("max_abs_err", "max_rel_err", "mismatched", "total")})
+        return result
+
+    def _check_property_case(self, task, planned: dict, result: dict, files: dict) -> dict:
+        """A task with a property check (grader.properties): its function judges both checked
+        calls together, so it can relate them (the same seed must give the same mask)."""
+        key, dtype, case = planned["key"], planned["dtype"], planned["case"]
+        first, again = handover.load(files.get("first")), handover.load(files.get("again"))
+        calls = [(self._inputs(task, case, dtype, key, ""), first),
+                 (self._inputs(task, case, dtype, key, AGAIN), again)]
+        verdict = judge_property(self.spec, task, calls, self.device)
+        if not verdict["ok"]:
+            if _same_outputs(first, again) and judge_property(self.spec, task, calls[:1], self.device)["ok"]:
+                return _fail(result, verdict, "called again on the same buffers holding new inputs, "
+                             "it returned the first call's result: results are cached across calls",
+                             "cached_results")
+            return _fail(result, verdict, verdict["message"], None)
         result.update(status="pass", message="", **{k: verdict[k] for k in
                                                     ("max_abs_err", "max_rel_err", "mismatched", "total")})
         return result
@@ -273,6 +296,8 @@ def serve(request_path: str, requests, replies) -> int:
     """The checker as a process of its own (GPU grades): one JSON request per line in, one answer
     per line out. Started with the worker, so its imports and CUDA start-up overlap the worker's."""
     request = json.loads(Path(request_path).read_text())
+    if request["device"] == "cuda":  # start CUDA now, while the worker starts, not at the first case
+        torch.empty(1, device="cuda")
     checker = Checker(load_kata(Path(request["kata_dir"])), request["seed"], request["device"])
     plan = {p["key"]: p for p in request["plan"]}
     for line in requests:

@@ -105,8 +105,8 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
         _usage_error("--interpret and --gpu exclude each other.")
     if interpret:
         return "interpret"
-    import torch
-    has_gpu = torch.cuda.is_available()
+    from grader.cuda_probe import cuda_available
+    has_gpu = cuda_available()
     if gpu and not has_gpu:
         _usage_error("--gpu needs a CUDA GPU and torch sees none; grade with --interpret (correctness only).")
     return "gpu" if (gpu or has_gpu) else "interpret"

@@ -108,6 +108,7 @@ class Task:
     cost_bytes: str | None = None
     cost_flops: str | None = None
     skip: tuple[SkipRule, ...] = ()
+    property_fn: str | None = None  # check: {property: FN}: judged by spec.FN, not a ground truth
 
     @property
     def returns(self) -> tuple[OutputSpec, ...]:
@@ -268,6 +269,7 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
         baseline_fn=baseline.get("function", "baseline"),
         forbidden=forbidden, allowed_ops=allowed_ops,
         cost_bytes=cost.get("bytes"), cost_flops=cost.get("flops"), skip=skip,
+        property_fn=_parse_check(raw.get("check"), where),
     )
     _check_cost_expressions(task, where)
     return task
@@ -285,6 +287,17 @@ def _parse_allowed_ops(raw: Any, where: str) -> tuple[str, ...]:
         if name.startswith("torch."):
             raise KataFormatError(f"{where}: allowed_ops entry {name!r}: name the aten op (aten.{name.split('.')[-1]})")
     return tuple(names)
+
+
+def _parse_check(raw: Any, where: str) -> str | None:
+    """`check: {property: FN}`: the outputs are judged by spec.FN instead of a ground truth."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"property"} or not isinstance(raw["property"], str) \
+            or not raw["property"].isidentifier():
+        raise KataFormatError(f"{where}: check must be {{property: FUNCTION}}, FUNCTION a function "
+                              "in spec.py that judges the outputs")
+    return raw["property"]
 
 
 def _check_cost_expressions(task: Task, where: str) -> None:

@@ -59,9 +59,9 @@ class WorkerRun:
 
 
 def default_mode() -> str:
-    import torch
+    from grader.cuda_probe import cuda_available
 
-    return "gpu" if torch.cuda.is_available() else "interpret"
+    return "gpu" if cuda_available() else "interpret"
 
 
 def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,

@@ -12,6 +12,8 @@ from grader.runner import grade
 
 TESTS = Path(__file__).parent
 WRONG = TESTS / "wrong"
+# Planted bugs only a GPU can show (they pass the interpreter): tests/gpu/test_gpu_wrong.py.
+WRONG_GPU = TESTS / "wrong_gpu"
 KATA_NAMES = sorted(k.name for k in all_katas())
 
 

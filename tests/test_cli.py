@@ -66,6 +66,18 @@ def test_show_lists_what_a_kata_also_allows(monkeypatch):
     assert "PyTorch ops this task also allows: aten.constant_pad_nd" in result.output
 
 
+def test_show_names_the_rule_of_outputs_not_compared_by_tolerance():
+    # activations' relu output is compared {ulp: 0}: no tolerance applies to it, and the
+    # statement says so instead of listing atol/rtol defaults; its allclose tasks keep theirs.
+    result = invoke("show", "activations")
+    assert result.exit_code == 0
+    relu = result.output.split("## Task `relu`")[1].split("## Task `gelu`")[0]
+    gelu = result.output.split("## Task `gelu`")[1].split("## Task `silu`")[0]
+    assert "`out` is compared with the ground truth rounded to its dtype: equal values" in relu
+    assert "atol" not in relu
+    assert "atol" in gelu and "compared with the ground truth rounded" not in gelu
+
+
 def test_unknown_kata_suggests_the_closest():
     result = CliRunner().invoke(main, ["show", "sofmax"])
     assert result.exit_code == 2

@@ -59,6 +59,9 @@ def _minimal() -> dict:
     (lambda r: r["tasks"][0]["cost"].update(bytes="3 * m"), "'m'"),
     (lambda r: r["tasks"][0]["cases"]["hidden"].append({"name": "one", "n": 3}), "unique"),
     (lambda r: r["tasks"][0]["cases"]["hidden"].append({"name": "x", "n": 3, "modes": ["tpu"]}), "unknown mode"),
+    (lambda r: r["tasks"][0].update(check="check_add"), "check must be {property: FUNCTION}"),
+    (lambda r: r["tasks"][0].update(check={"property": 3}), "check must be {property: FUNCTION}"),
+    (lambda r: r["tasks"][0].update(check={"property": "f", "mode": "x"}), "check must be {property: FUNCTION}"),
 ])
 def test_invalid_declarations_are_rejected(mutate, message):
     raw = _minimal()
@@ -128,3 +131,40 @@ def test_inputs_other_than_inplace_must_stay_unchanged(fixture_katas, tmp_path):
 def test_every_builtin_kata_loads():
     for kata in catalog.all_katas():
         assert load_kata(kata.directory).name == kata.name
+
+
+def test_documented_property_check_example_dropout():
+    """The "Property checks" example: parsed with its property function, and the dropout kata
+    itself declares the same one."""
+    raw = {r["name"]: r for r in documented_examples()}["dropout"]
+    kata = parse_kata(raw, Path("katas/dropout"), Path("reference/dropout.py"))
+    task = kata.tasks[0]
+    assert task.property_fn == "check_dropout"
+    assert [c.params["seed"] for c in task.cases] == [1234, "per_call", 23]
+    assert catalog.get_kata("dropout").tasks[0].property_fn == "check_dropout"
+    assert all(t.property_fn is None for t in catalog.get_kata("vector_add").tasks)
+
+
+def test_documented_property_function_sketch_dropout():
+    """The sketch of a property function in docs/KATA_FORMAT.md runs and means what it says."""
+    import torch
+
+    text = (ROOT / "docs" / "KATA_FORMAT.md").read_text()
+    section = text.split("## Property checks", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    namespace = {}
+    exec(compile(code, "KATA_FORMAT.md", "exec"), namespace)
+    check = namespace["check_dropout"]
+    x = torch.rand(4, 64, generator=torch.Generator().manual_seed(0)) + 0.5
+    keep = torch.rand(4, 64, generator=torch.Generator().manual_seed(1)) >= 0.5
+    right = torch.where(keep, x * 2, 0.0)
+    tol = {"out": (0.0, 1e-6)}
+
+    def call(out, seed=7, x=x):
+        return {"inputs": {"x": x, "p": 0.5, "seed": seed}, "outputs": {"out": out}}
+
+    assert check([call(right), call(torch.where(keep, 2 * (x + 1), 0.0), x=x + 1)], tol)["ok"]
+    assert not check([call(torch.where(keep, x, 0.0))], tol)["ok"]  # the scale forgotten
+    other = torch.where(~keep, 2 * x, 0.0)
+    assert "same seed" in check([call(right), call(other)], tol)["message"]
+    assert check([call(right), call(other, seed=8)], tol)["ok"]

@@ -1,0 +1,27 @@
+"""Is there a CUDA GPU to grade on? Asked of the driver directly, without importing torch.
+
+Importing torch and asking torch.cuda.is_available() costs the command-line process seconds on a
+GPU machine, for a process that never touches the GPU itself (the worker and the checker do).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from importlib import metadata
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_available() -> bool:
+    try:
+        if "+cpu" in metadata.version("torch"):  # a CPU-only torch cannot use the GPU
+            return False
+    except metadata.PackageNotFoundError:
+        return False
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    # cuInit honours CUDA_VISIBLE_DEVICES, as torch does.
+    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0

@@ -1,0 +1,30 @@
+"""Planted bugs only a GPU can show (tests/wrong_gpu/): each must fail its GPU grade.
+
+Their trap needs GPU-sized inputs (a table of more than 2**31 elements, say), so the interpreter
+passes them; tests/test_wrong_solutions.py checks that, so that the GPU failure here can only
+come from the planted bug.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import WRONG_GPU, expected_failures, kata_of_wrong
+from grader.catalog import get_kata
+from grader.runner import grade
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+FILES = sorted(WRONG_GPU.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_gpu_only_bug_fails_on_the_gpu(path):
+    expected = expected_failures(path)
+    assert expected, f"{path.name} names no '# expect-fail: CASE' line"
+    result = grade(get_kata(kata_of_wrong(path)), path, "gpu")
+    assert result.status in ("fail", "error") and result.score == 0, result.message
+    failed = {c.name for c in result.cases if c.status in ("fail", "error")}
+    # An out-of-range address kills the CUDA context: the grade then stops with a CUDA fault.
+    assert failed & set(expected) or "CUDA fault" in result.message, (sorted(failed), result.message)
