@@ -5,8 +5,9 @@ The worker (which does import it) only runs the calls and saves what they return
 nothing about values. The checker draws the same inputs from the grade's seed (grader.inputs),
 computes the reference, takes the outputs the worker handed over (grader.handover: CUDA IPC
 handles, or files loaded with weights_only=True, so no submission code can run here) and
-compares them. It also names the cheats that show
-in the values: cached results, a downgraded precision, partial work, wrong timed outputs.
+compares them. A failing output gets a diagnosis (grader.diagnose: what was seen, and the likely
+bug); the one cheat the values can prove is cached results (outputs that are copies of the
+result of earlier inputs).
 
 Run in the parent for CPU grades, and as `python -m grader.checker REQUEST.json` for GPU grades
 (so the command-line process never holds a CUDA context), answering the parent case by case
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from grader import handover
+from grader import diagnose, handover
 from grader.compare import compare_values
 from grader.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
 from grader.kata import Kata, load_kata
@@ -54,7 +55,9 @@ class Checker:
         return (truth,) if len(task.outputs) == 1 else tuple(truth)
 
     def compare(self, task, inputs, saved: dict, truth=None) -> dict:
-        """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches, partial}"""
+        """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches}; a failure on
+        the values also carries `leaf` (the failing tensor, its truth and tolerance), a failure
+        of the structure a `diagnosis`."""
         if task.property_fn:
             return judge_property(self.spec, task, [(inputs, saved)], self.device)
         truth = truth if truth is not None else self._truth(task, inputs)
@@ -63,14 +66,17 @@ class Checker:
             got_leaves = saved.get(output.name)
             exp_leaves = [t for _, t in flatten(expected, output.name)]
             if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
-                return dict(worst, ok=False, message=f"'{output.name}' is missing from the saved outputs")
+                message = f"'{output.name}' is missing from the saved outputs"
+                return dict(worst, ok=False, message=message,
+                            diagnosis=diagnose.Diagnosis("wrong_output", message))
             dtype = output_dtype(output, inputs)
             tol = task.tolerance(str(dtype).removeprefix("torch."))
             for i, (got, exp) in enumerate(zip(got_leaves, exp_leaves)):
                 label = f"'{output.name}[{i}]'" if isinstance(expected, (list, tuple)) else f"'{output.name}'"
                 problem = _structure(got, label, dtype, tuple(exp.shape))
                 if problem:
-                    return dict(worst, ok=False, message=problem)
+                    return dict(worst, ok=False, message=problem,
+                                diagnosis=diagnose.from_message(problem, "fail"))
                 cmp = compare_values(got.to(self.device), exp, label, mode=output.compare,
                                      atol=tol.atol, rtol=tol.rtol, ulp=output.ulp)
                 for key in ("max_abs_err", "max_rel_err"):
@@ -83,7 +89,8 @@ class Checker:
                     return dict(worst, ok=False, message=cmp.message, max_abs_err=cmp.max_abs_err,
                                 max_rel_err=cmp.max_rel_err, mismatched=cmp.mismatched,
                                 total=cmp.total, mismatches=cmp.mismatches, values=True,
-                                partial=_unwritten(got.to(self.device), exp))
+                                leaf=dict(got=got.to(self.device), expected=exp, mode=output.compare,
+                                          atol=tol.atol, rtol=tol.rtol, ulp=output.ulp))
         return dict(worst, ok=True, message="")
 
     def downgraded(self, task, inputs, saved: dict) -> str | None:
@@ -93,24 +100,35 @@ class Checker:
         lower precision (it was stored from there), or the output sits far closer to the
         reference computed from inputs rounded to it than to the true reference.
         """
-        got = [t.double().cpu() for name in saved for t in saved[name]
-               if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.numel()]
-        if not got:
+        pairs = _float32_outputs(task, saved, self._truth(task, inputs))
+        if not pairs:
             return None
-        truth = [t.double().cpu() for _, t in flatten(self._truth(task, inputs), "")
-                 if isinstance(t, torch.Tensor)]
+        got, truth = [g for g, _ in pairs], [t for _, t in pairs]
         for low in DOWNGRADES:
             low_name = str(low).removeprefix("torch.")
             if all(_exact_in(g, low) > 0.99 for g in got) and not all(_exact_in(t, low) > 0.5 for t in truth):
                 return low_name
             lowered = {k: _cast_floats(v, low) for k, v in inputs.items()}
-            low_truth = [t.double().cpu() for _, t in flatten(self._truth(task, lowered), "")
-                         if isinstance(t, torch.Tensor)]
+            low_truth = [t for _, t in _float32_outputs(task, saved, self._truth(task, lowered))]
             err = sum(float((g - t).abs().nan_to_num(1e30).mean()) for g, t in zip(got, truth))
             err_low = sum(float((g - t).abs().nan_to_num(1e30).mean()) for g, t in zip(got, low_truth))
             if err_low < 0.25 * err:
                 return low_name
         return None
+
+    def diagnosis(self, task, inputs, saved: dict, verdict: dict, dtype: str) -> diagnose.Diagnosis:
+        """What a failing verdict shows (grader.diagnose), never a cheat."""
+        if isinstance(verdict.get("diagnosis"), diagnose.Diagnosis):
+            return verdict["diagnosis"]
+        leaf = verdict.get("leaf")
+        if not leaf:
+            return diagnose.Diagnosis("property_failed" if task.property_fn else "wrong_values",
+                                      _first_line(verdict["message"]))
+        downgraded = ((lambda: self.downgraded(task, inputs, saved))
+                      if dtype == "float32" and leaf["got"].dtype == torch.float32 else None)
+        return diagnose.analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
+                                rtol=leaf["rtol"], ulp=leaf["ulp"], inputs=inputs,
+                                downgraded=downgraded)
 
     def check_case(self, planned: dict, worker_result: dict) -> dict:
         """The case's result: the worker's structural verdict, then the values."""
@@ -125,31 +143,27 @@ class Checker:
         inputs = self._inputs(task, planned["case"], dtype, key, "")
         first = handover.load(files.get("first"))
         verdict = self.compare(task, inputs, first)
-        if not verdict["ok"]:
-            cheat, extra = None, ""
-            low = (self.downgraded(task, inputs, first)
-                   if dtype == "float32" and verdict.get("values") else None)
-            if low:
-                cheat = "precision_downgraded"
-                extra = (f" The float32 results match a {low} computation: this task must be "
-                         "computed in float32 (or better).")
-            elif verdict.get("partial"):
-                cheat = "partial_work"
-                extra = f" {verdict['partial']}"
-            return _fail(result, verdict, verdict["message"] + extra, cheat)
         again = handover.load(files.get("again"))
         again_inputs = self._inputs(task, planned["case"], dtype, key, AGAIN)
+        if not verdict["ok"]:
+            found = self.diagnosis(task, inputs, first, verdict, dtype)
+            if verdict.get("values") and self.compare(task, again_inputs, again)["ok"]:
+                found = diagnose.Diagnosis("input_dependent_error", (
+                    "the first call failed but the second, on other values in the same buffers, "
+                    f"passed; on the first: {found.message}"))
+            return _fail(result, verdict, _with(verdict["message"], found), found)
         verdict_again = self.compare(task, again_inputs, again)
         if not verdict_again["ok"]:
             if _same_outputs(first, again):
                 return _fail(result, verdict_again,
                              "called again on the same buffers holding new inputs, it returned the "
-                             "first call's result: results are cached across calls (keyed on the "
-                             "pointer, the shape or the contents)", "cached_results")
-            return _fail(result, verdict_again,
-                         "the first call was right but a second call with new inputs was wrong "
-                         "(" + verdict_again["message"] + "): the results are not deterministic "
-                         "(a race, or memory read before it was written?)", "nondeterministic")
+                             "first call's result bit for bit: results are cached across calls "
+                             "(keyed on the pointer, the shape or the contents)", cheat="cached_results")
+            found = self.diagnosis(task, again_inputs, again, verdict_again, dtype)
+            found = diagnose.Diagnosis("input_dependent_error", (
+                "the first call passed but the second, on other values in the same buffers, "
+                f"failed; on the second: {found.message}"))
+            return _fail(result, verdict_again, _with(verdict_again["message"], found), found)
         result.update(status="pass", message="", **{k: verdict[k] for k in
                                                     ("max_abs_err", "max_rel_err", "mismatched", "total")})
         return result
@@ -166,19 +180,23 @@ class Checker:
             if _same_outputs(first, again) and judge_property(self.spec, task, calls[:1], self.device)["ok"]:
                 return _fail(result, verdict, "called again on the same buffers holding new inputs, "
                              "it returned the first call's result: results are cached across calls",
-                             "cached_results")
-            return _fail(result, verdict, verdict["message"], None)
+                             cheat="cached_results")
+            found = diagnose.Diagnosis("property_failed", _first_line(verdict["message"]))
+            return _fail(result, verdict, verdict["message"], found)
         result.update(status="pass", message="", **{k: verdict[k] for k in
                                                     ("max_abs_err", "max_rel_err", "mismatched", "total")})
         return result
 
     def check_samples(self, planned: dict, samples: list[dict], method: str | None,
                       n_sets: int | None) -> dict | None:
-        """Outputs of the timed calls the parent chose; None when all are right, else the failure.
+        """Outputs of the timed calls the parent chose; None when all are right, else the failure:
+        {"message", and "cheat" or "diagnosis"}.
 
         Each sample names the submission's call (or graph replay) and its input set; the inputs
         it saw are the set as drawn plus the changes made before every call up to it, replayed
-        here from the seed.
+        here from the seed. Outputs that match an earlier call's inputs on the same set are
+        stale copies: cached results, a cheat. Any other wrong output is a diagnosis: honest bugs
+        (a race, state kept across calls, a bug only the bench shapes hit) produce those too.
         """
         task = self.tasks[planned["task"]]
         key = planned["key"]
@@ -197,9 +215,12 @@ class Checker:
                 return {"cheat": "cached_results", "message": (
                     f"timed call {call} returned the result of an earlier call's inputs, not of "
                     "the inputs it was given: results are cached across the timed calls")}
-            return {"cheat": None, "message": (
+            seen = self.diagnosis(task, inputs, got, verdict, planned["dtype"])
+            found = diagnose.Diagnosis("timed_outputs_wrong", (
                 f"a timed call (call {call} of the timing loop, on inputs of the bench shape) "
-                f"returned wrong results although the checked calls were right: {verdict['message']}")}
+                f"returned wrong results although the checked calls were right "
+                f"({_first_line(verdict['message'])}); {seen.message}"))
+            return {"cheat": None, "diagnosis": found.to_dict(), "message": found.text}
         return None
 
     def _timed_inputs(self, task, planned: dict, n_sets: int, call: int, graph: bool) -> list[dict]:
@@ -236,9 +257,23 @@ def _structure(got, label: str, dtype: torch.dtype, shape: tuple) -> str | None:
     return None
 
 
+def _float32_outputs(task, saved: dict, truth: tuple) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(got, its ground truth), both float64 on the CPU, for every float32 output leaf, paired
+    output by output: with outputs of mixed dtypes (int8 q and float32 scales) the float32 ones
+    must meet their own truth, not the first truth in the list."""
+    pairs = []
+    for output, expected in zip(task.outputs, truth):
+        exp_leaves = [t for _, t in flatten(expected, output.name)]
+        for got, exp in zip(saved.get(output.name) or [], exp_leaves):
+            if isinstance(got, torch.Tensor) and got.dtype == torch.float32 and got.numel():
+                pairs.append((got.double().cpu(), exp.double().cpu()))
+    return pairs
+
+
 def _exact_in(t: torch.Tensor, low: torch.dtype) -> float:
-    """The fraction of t's finite values that `low` represents exactly."""
-    finite = t[torch.isfinite(t)]
+    """The fraction of t's finite nonzero values that `low` represents exactly (zero is exact in
+    every format: an output of zeros, such as a scale a buggy kernel left at 0, proves nothing)."""
+    finite = t[torch.isfinite(t) & (t != 0)]
     if not finite.numel():
         return 0.0
     return float((finite.to(low).double() == finite).double().mean())
@@ -252,28 +287,19 @@ def _cast_floats(value, dtype):
     return value
 
 
-def _unwritten(got: torch.Tensor, expected: torch.Tensor) -> str:
-    """Why the failing elements look unwritten (still NaN, or zero), or ''."""
-    if not got.is_floating_point():
-        return ""
-    g, e = got.double(), expected.double().to(got.device)
-    wrong = ~torch.isclose(g, e, rtol=1e-2, atol=1e-3) | torch.isnan(g)
-    n_wrong = int(wrong.sum())
-    if not n_wrong:
-        return ""
-    nan_left = int((torch.isnan(g) & torch.isfinite(e) & wrong).sum())
-    zero_left = int(((g == 0) & (e != 0) & wrong).sum())
-    if nan_left == n_wrong:
-        return (f"All {n_wrong} wrong elements still hold the NaN the grader fills new tensors "
-                "with: the kernel never wrote them (partial work: some rows or blocks skipped).")
-    if zero_left == n_wrong:
-        return (f"All {n_wrong} wrong elements are 0: the kernel never wrote them (partial work "
-                "on a zero-initialised output).")
-    return ""
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
 
 
-def _fail(result: dict, verdict: dict, message: str, cheat: str | None) -> dict:
-    result.update(status="fail", message=message, cheat=cheat)
+def _with(message: str, found: diagnose.Diagnosis) -> str:
+    """The comparison's summary, then what the diagnosis saw and advises, on a line of its own."""
+    return f"{message}\n{found.text}"
+
+
+def _fail(result: dict, verdict: dict, message: str, found: diagnose.Diagnosis | None = None,
+          cheat: str | None = None) -> dict:
+    result.update(status="fail", message=message, cheat=cheat,
+                  diagnosis=found.to_dict() if found else None)
     for key in ("max_abs_err", "max_rel_err", "mismatched", "total"):
         result[key] = verdict.get(key)
     result["mismatches"] = verdict.get("mismatches", [])

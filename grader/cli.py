@@ -243,12 +243,16 @@ def format_result(result) -> str:
             lines.append(f"  ... and {len(failing) - MAX_LISTED} more")
     if result.cheats:
         lines += ["", click.style(f"rejected as a cheat: {result.cheat}", fg="red", bold=True)]
-        by_reason: dict[str, list[dict]] = {}
         for c in result.cheats:
-            by_reason.setdefault(c["reason"], []).append(c)
-        for reason, seen in by_reason.items():
-            where = f" in {len(seen)} case(s), first {seen[0]['case']}" if seen[0]["case"] else ""
-            lines.append(f"  {reason}{where}: {(seen[0]['message'].splitlines() or [''])[0][:200]}")
+            where = f" in {c['count']} case(s), first {c['first_case']}" if c.get("first_case") else ""
+            lines.append(f"  {c['reason']}{where}: {(c['message'].splitlines() or [''])[0][:200]}")
+    if result.diagnoses:
+        lines += ["", click.style("what went wrong:", bold=True)]
+        for d in result.diagnoses:
+            where = f" in {d['count']} case(s), first {d['first_case']}" if d.get("first_case") else ""
+            lines.append(f"  {d['code']}{where}: {(d['message'].splitlines() or [''])[0][:300]}")
+            if d.get("advice"):
+                lines.append(f"    -> {d['advice']}")
     if result.message:
         lines += ["", result.message]
     if result.output.strip():

@@ -53,23 +53,7 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
     total = got.numel()
     if total == 0:
         return Comparison(ok=True, total=0, mismatched=0)
-    if mode == "allclose":
-        g = got.double()
-        e = expected.double()
-        diff = (g - e).abs()
-        finite_e = torch.isfinite(e)
-        close = torch.where(finite_e, (diff <= atol + rtol * e.abs()) & torch.isfinite(g), g == e)
-    elif mode == "exact":
-        e_rounded = expected.to(got.dtype)
-        close = _bits(got) == _bits(e_rounded)
-        g, e, diff = got.double(), e_rounded.double(), (got.double() - e_rounded.double()).abs()
-    elif mode == "ulp":
-        e_rounded = expected.to(got.dtype)
-        distance = (_ordered(got) - _ordered(e_rounded)).abs()
-        close = (distance <= ulp) & torch.isfinite(got.double())
-        g, e, diff = got.double(), e_rounded.double(), (got.double() - e_rounded.double()).abs()
-    else:
-        raise ValueError(f"unknown comparison mode {mode}")
+    close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp)
 
     finite_diff = diff[torch.isfinite(diff)]
     max_abs = float(finite_diff.max()) if finite_diff.numel() else None
@@ -92,6 +76,31 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
         ]
         result.message = _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp)
     return result
+
+
+def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: float = 0.0,
+               rtol: float = 0.0, ulp: int = 0) -> tuple[torch.Tensor, ...]:
+    """(close, got, expected, |got - expected|), elementwise, the last three as float64: the
+    rule compare_values applies, for callers that need to know which elements failed."""
+    expected = expected.to(got.device)
+    if mode == "allclose":
+        g = got.double()
+        e = expected.double()
+        diff = (g - e).abs()
+        finite_e = torch.isfinite(e)
+        close = torch.where(finite_e, (diff <= atol + rtol * e.abs()) & torch.isfinite(g), g == e)
+    elif mode == "exact":
+        e_rounded = expected.to(got.dtype)
+        close = _bits(got) == _bits(e_rounded)
+        g, e, diff = got.double(), e_rounded.double(), (got.double() - e_rounded.double()).abs()
+    elif mode == "ulp":
+        e_rounded = expected.to(got.dtype)
+        distance = (_ordered(got) - _ordered(e_rounded)).abs()
+        close = (distance <= ulp) & torch.isfinite(got.double())
+        g, e, diff = got.double(), e_rounded.double(), (got.double() - e_rounded.double()).abs()
+    else:
+        raise ValueError(f"unknown comparison mode {mode}")
+    return close, g, e, diff
 
 
 def _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp) -> str:

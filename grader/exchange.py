@@ -20,7 +20,9 @@ from grader.store import LABEL_PATTERN, StoredGrade, utc_now
 
 SCHEMA = "triton-kata/results/1"
 SCHEMA_PREFIX = "triton-kata/results/"
-GRADE_SCHEMAS = ("triton-kata/grade/1",)
+# Every grade schema this triton-kata imports: 1 (cheats once per case, no diagnoses) and 2
+# (docs/RESULTS.md). Older grades are stored as they are; readers tolerate the missing fields.
+GRADE_SCHEMAS = ("triton-kata/grade/1", "triton-kata/grade/2")
 
 ENVELOPE_FIELDS = {"schema", "exported_at", "exported_by", "grader_version", "count", "results"}
 RECORD_FIELDS = {"id", "handle", "graded_at", "label", "grade", "sha256"}

@@ -29,6 +29,15 @@ def _fmt(value, spec: str = ".3g", none: str = "-") -> str:
     return format(value, spec)
 
 
+def _sentence(text: str) -> str:
+    """A phrase as a sentence: capitalised, ending in a full stop (or its own ? or !)."""
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".?!" else text + "."
+
+
 def template_environment() -> jinja2.Environment:
     """The templates/ folder with the number filters every report, debrief and board shares."""
     env = jinja2.Environment(
@@ -43,6 +52,7 @@ def template_environment() -> jinja2.Environment:
     env.filters["speed"] = lambda v: "-" if v is None else f"{v:.2f}x"
     env.filters["credit"] = lambda v: "-" if v is None else f"{v:.2f}"
     env.filters["shape"] = lambda v: "-" if v is None else "x".join(str(d) for d in v) or "scalar"
+    env.filters["sentence"] = _sentence
     return env
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 # Case statuses.
 PASS, FAIL, ERROR, SKIPPED, NOT_RUN = "pass", "fail", "error", "skipped", "not_run"
+# The JSON's schema tag; version 2 added `diagnoses` and counted, deduplicated `cheats`.
+GRADE_SCHEMA = "triton-kata/grade/2"
 
 
 @dataclass
@@ -42,6 +44,7 @@ class CaseResult:
     speed_credit: float | None = None  # min(1, speedup / threshold): its share of the speed points
     roofline_credit: float | None = None  # min(1, roofline / target): its share of the roofline points
     flops: float | None = None  # declared FLOPs
+    diagnosis: str | None = None  # the diagnosis code when the case failed without a cheat
 
     @property
     def timed(self) -> bool:
@@ -96,7 +99,10 @@ class GradeResult:
     duration_s: float | None = None
     speed_measured: bool = False
     cheat: str | None = None  # the first named cheat reason, when the grade was rejected as one
-    cheats: list[dict[str, Any]] = field(default_factory=list)  # {reason, case, message}
+    # Once per reason: {reason, count (cases), first_case (None: the whole grade), message}.
+    cheats: list[dict[str, Any]] = field(default_factory=list)
+    # What went wrong, once per code: {code, count, first_case, message, advice}.
+    diagnoses: list[dict[str, Any]] = field(default_factory=list)
     sandbox: dict[str, Any] = field(default_factory=dict)  # the limits the submission ran under
 
     @property
@@ -105,5 +111,5 @@ class GradeResult:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["schema"] = "triton-kata/grade/1"
+        data["schema"] = GRADE_SCHEMA
         return data

@@ -22,13 +22,14 @@ import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from grader import __version__, ceilings as ceilings_cache, watchdog
+from grader import __version__, ceilings as ceilings_cache, diagnose, watchdog
 from grader.control import Referee
 from grader.kata import Kata
 from grader.plan import PlannedCase, build_plan
 from grader.results import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult,
                             Mismatch, TaskResult)
-from grader.scoring import PASS_CAP, geomean, meets_thresholds, score, summarise_task
+from grader.scoring import (PASS_CAP, geomean, meets_thresholds, score, summarise_task,
+                             tasks_correct)
 
 OUTPUT_LIMIT = 8000  # characters of the submission's stdout/stderr kept in a report
 OUTPUT_CAP_BYTES = 8 << 20  # printing more than this ends the grade
@@ -48,7 +49,7 @@ class WorkerRun:
     corrupt_lines: int
     protected_changed: list[str]
     verdicts: dict  # key -> the checker's case result
-    timing_failures: dict  # key -> {"cheat", "message"}
+    timing_failures: dict  # key -> {"message", and "cheat" or "diagnosis"}
     stopped_at: str | None = None  # the failing case --fail-fast stopped at
     timing_skipped: bool = False  # a case failed, so the bench cases were not timed
     timeline: list = field(default_factory=list)  # the referee's (when, op, key)
@@ -67,7 +68,7 @@ def default_mode() -> str:
 def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,
           timeout_s: float | None = None, memory_gib: float | None = None,
           protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
-          progress=None, case_timeout_s: float | None = None, timing_lock=None) -> GradeResult:
+          progress=None, case_timeout_s: float | None = None, turns=None) -> GradeResult:
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
     fail_fast: stop at the first failing case. keep_going: time the bench cases even when a
@@ -84,7 +85,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     plan = build_plan(kata, mode)
     started = time.monotonic()
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
-               "case_cap_s": case_timeout_s or timeout_s, "timing_lock": timing_lock}
+               "case_cap_s": case_timeout_s or timeout_s, "turns": turns}
     run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
     if os.environ.get("KATA_TRACE"):  # where the time went: the worker's questions, in order
         with open(os.environ["KATA_TRACE"], "a") as trace:
@@ -148,7 +149,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         judge = _judge(kata, mode, seed, plan_dicts, tmp_path)
         referee = Referee(ours, judge, plan_dicts, fail_fast=options["fail_fast"],
                           keep_going=options["keep_going"], progress=options["progress"],
-                          timing_lock=options["timing_lock"])
+                          turns=options["turns"])
         try:
             with open(output_path, "wb") as output:
                 proc = subprocess.Popen(
@@ -167,7 +168,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                     watchdog.kill_all(seen)
                     ours.shutdown(socket.SHUT_RDWR)
                     referee.join(timeout=60)
-                    referee.release_timing()
+                    referee.release()
             changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
             events, corrupt = _read_events(results_path)
         finally:
@@ -387,37 +388,52 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         message = (f"The submission wrote to {', '.join(run.protected_changed)} (the results store "
                    "or a report), which the grader alone may write. " + message).strip()
 
-    tasks, cheats = [], []
+    findings = diagnose.Findings()
+    if fatal and not grade_cheat:
+        stop_code = "internal_error" if fatal["message"].startswith("Internal grader error") else "cuda_fault"
+    else:
+        stop_code = _stop_code(run)
+    stop_named = False
+    tasks = []
     for task in kata.tasks:
         cases = []
         for planned in (p for p in plan if p.task == task.name):
-            case = _case_result(planned, run.verdicts.get(planned.key), timings.get(planned.key))
+            raw = run.verdicts.get(planned.key)
+            case = _case_result(planned, raw, timings.get(planned.key))
+            detail = (raw or {}).get("diagnosis") if case.status in (FAIL, ERROR) else None
             failure = timing_errors.get(planned.key) or run.timing_failures.get(planned.key)
             if failure:
-                case.status, case.message = (FAIL if failure.get("cheat") else ERROR), failure["message"]
-                case.cheat = failure.get("cheat")
+                detail = _timing_failure(case, failure)
             _reject_impossible(case, env.get("ceilings"))
             if in_progress and in_progress["key"] == planned.key and case.status == NOT_RUN:
                 case.status, case.message = ERROR, message
+                if grade_cheat:  # named once, for the whole grade
+                    cases.append(case)
+                    continue
+                detail = diagnose.Diagnosis(stop_code, _first_line(message)).to_dict()
+                stop_named = True
             elif run.stopped_at and case.status == NOT_RUN:
                 case.message = "not run: --fail-fast stopped at the first failing case"
-            if case.cheat:
-                cheats.append({"reason": case.cheat, "case": f"{case.task}/{case.name}/{case.dtype}",
-                               "message": case.message})
+            _name_findings(case, detail, findings)
             cases.append(case)
         tasks.append(TaskResult(name=task.name, threshold=task.threshold,
                                 baseline=task.baseline_name, cases=cases, correct=False))
     for t in tasks:
         summarise_task(t, kata.roofline_target)
-    if not cheats and not grade_cheat:
-        public_only = _public_only(tasks)
-        if public_only:
-            cheats.append(public_only)
+    hidden = diagnose.hidden_only([c for t in tasks for c in t.cases])
+    if hidden:
+        found, failed = hidden
+        findings.diagnosis(found, _label(failed[0]), count=len(failed))
     if grade_cheat:
-        cheats.insert(0, {"reason": grade_cheat, "case": None, "message": message})
+        findings.cheat(grade_cheat, None, message, first=True)
+    elif load_error:
+        findings.diagnosis(diagnose.Diagnosis("load_error", _first_line(message)), None)
+    elif (fatal or not done) and not stop_named:
+        findings.diagnosis(diagnose.Diagnosis(stop_code, _first_line(message)), None)
+    cheats = findings.cheats
 
     speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)
-    correct = not message and not cheats and all(t.correct for t in tasks)
+    correct = not message and not cheats and tasks_correct(tasks)
     status, message = _verdict(tasks, mode, correct, message)
     if run.timing_skipped and status != PASS:
         message += ("\nSpeed not measured: fix correctness first (--keep-going times the bench "
@@ -438,23 +454,53 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         output=run.output, device=env.get("device"),
         environment=dict(env.get("versions", {}), grader=__version__, ceilings=env.get("ceilings")),
         seed=seed, speed_measured=speed_measured,
-        cheat=cheats[0]["reason"] if cheats else None, cheats=cheats,
+        cheat=cheats[0]["reason"] if cheats else None, cheats=cheats, diagnoses=findings.diagnoses,
         sandbox=dict({k: v for k, v in sandbox_status.items() if k != "type"}, limits=limits.describe()),
     )
 
 
-def _public_only(tasks: list[TaskResult]) -> dict | None:
-    """Every public case passes and some hidden case fails: outputs special-cased for the public ones?"""
-    cases = [c for t in tasks for c in t.cases if c.status not in (SKIPPED, NOT_RUN)]
-    public = [c for c in cases if not c.hidden]
-    hidden_failed = [c for c in cases if c.hidden and c.status in (FAIL, ERROR)]
-    if public and all(c.status == PASS for c in public) and hidden_failed:
-        first = hidden_failed[0]
-        return {"reason": "public_cases_only", "case": f"{first.task}/{first.name}/{first.dtype}",
-                "message": (f"every public case passes but {len(hidden_failed)} hidden case(s) "
-                            "fail: outputs special-cased or hard-coded for the public cases, "
-                            "or an edge case only the hidden cases test")}
-    return None
+def _label(case: CaseResult) -> str:
+    return f"{case.task}/{case.name}/{case.dtype}"
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
+def _stop_code(run: WorkerRun) -> str:
+    """The diagnosis of a worker that stopped before it finished."""
+    if run.timed_out:
+        return "time_limit"
+    return "limit_exceeded" if run.breach else "crashed"
+
+
+def _timing_failure(case: CaseResult, failure: dict) -> dict | None:
+    """A failure seen while timing (the worker's, or the checker's on sampled timed outputs):
+    the case fails with it; returns its diagnosis, if it is not a cheat."""
+    case.message, case.cheat = failure["message"], failure.get("cheat")
+    if failure.get("diagnosis") or case.cheat:
+        case.status = FAIL
+        return failure.get("diagnosis")
+    case.status = ERROR  # the submission raised while timed
+    return diagnose.Diagnosis("failed_while_timed", _first_line(case.message)).to_dict()
+
+
+def _name_findings(case: CaseResult, detail: dict | None, findings: diagnose.Findings) -> None:
+    """A failed case named: a cheat only on evidence an honest kernel cannot produce
+    (grader.diagnose.CHEATS), else a diagnosis of what went wrong."""
+    if case.status not in (FAIL, ERROR):
+        return
+    if case.cheat:
+        kind, code = diagnose.classify(case.cheat, case.message)
+        if kind == "cheat":
+            findings.cheat(code, _label(case), case.message)
+            return
+        case.cheat = None
+        detail = diagnose.Diagnosis(code, _first_line(case.message)).to_dict()
+    if not detail:
+        detail = diagnose.from_message(case.message, case.status).to_dict()
+    case.diagnosis = detail["code"]
+    findings.diagnosis(detail, _label(case))
 
 
 def _reject_impossible(case: CaseResult, ceilings: dict | None) -> None:
@@ -524,6 +570,7 @@ def _case_result(planned: PlannedCase, raw: dict | None, timing: dict | None) ->
         return CaseResult(task=planned.task, name=planned.case, dtype=planned.dtype, shape=None,
                           hidden=planned.hidden, status=NOT_RUN, message="not run")
     raw = dict(raw)
+    raw.pop("diagnosis", None)  # a dict from the checker; named by _name_findings
     mismatches = [Mismatch(**m) for m in raw.pop("mismatches", None) or []]
     case = CaseResult(**{k: v for k, v in raw.items() if k in _CASE_FIELDS}, mismatches=mismatches)
     if case.status == "ran":  # the worker ran it but the checker never ruled on it

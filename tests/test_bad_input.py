@@ -180,6 +180,8 @@ def test_unwritten_output_elements_fail(tmp_path):
     assert case["mismatches"][0]["index"] == [case["shape"][0] - 1]
     assert case["mismatches"][0]["got"] == "nan"
     assert "never wrote" in case["message"]
+    assert case["diagnosis"] == "tail_wrong" and case["cheat"] is None
+    assert "was never written" in case["message"] and data["cheats"] == []
 
 
 def test_mismatch_lists_indices_got_and_expected(tmp_path):

@@ -1,5 +1,11 @@
 """Every cheat in tests/cheats/ is rejected with its named reason, in the result, the JSON and
-the report; honest solutions are never flagged. (GPU-only cheats: tests/gpu/test_gpu_cheats.py.)"""
+the report, once per reason with a count of cases; honest solutions are never flagged.
+(GPU-only cheats: tests/gpu/test_gpu_cheats.py.)
+
+tests/gaming/ holds attempts at gaming the grade whose evidence an honest bug leaves too
+(half the blocks, float16 maths, special-cased public sizes, right only once, a changed input,
+an output that is an input): they fail with score 0 and a diagnosis, never a cheat, because the
+grader names a cheat only on evidence no honest kernel can produce (docs/SCORING.md)."""
 
 from __future__ import annotations
 
@@ -10,10 +16,12 @@ import pytest
 
 from conftest import KATA_NAMES, TESTS
 from grader import catalog
+from grader.diagnose import ADVICE, CHEATS, RECLASSIFIED
 from grader.report import render_report
 from grader.results import CaseResult
 
-CHEATS = sorted((TESTS / "cheats").glob("*.py"))
+CHEAT_FILES = sorted((TESTS / "cheats").glob("*.py"))
+GAMING = sorted((TESTS / "gaming").glob("*.py"))
 # Katas that exist only for the tests (tests/fixtures/katas), found through TRITON_KATA_PATH.
 FIXTURES = TESTS / "fixtures"
 FIXTURE_KATAS = sorted(p.name for p in (FIXTURES / "katas").iterdir() if (p / "kata.yaml").is_file())
@@ -45,7 +53,13 @@ def declared_reason(path) -> str:
     return match.group(1)
 
 
-@pytest.mark.parametrize("path", CHEATS, ids=lambda p: p.stem)
+def declared_diagnosis(path) -> str:
+    match = re.search(r"^# expect-diagnosis: (\S+)", path.read_text(), flags=re.M)
+    assert match, f"{path.name} does not declare '# expect-diagnosis: CODE'"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("path", CHEAT_FILES, ids=lambda p: p.stem)
 def test_cheat_is_rejected_with_its_reason(path, grade_interpret, kata_roots):
     reason = declared_reason(path)
     kata = kata_of_cheat(path)
@@ -54,19 +68,46 @@ def test_cheat_is_rejected_with_its_reason(path, grade_interpret, kata_roots):
     assert result.status != "pass" and result.score == 0
     assert result.cheat == reason, (result.cheats, result.message)
     data = json.loads(json.dumps(result.to_dict(), default=str))
+    assert data["schema"] == "triton-kata/grade/2"
     assert data["cheat"] == reason
-    assert data["cheats"][0]["reason"] == reason and data["cheats"][0]["message"]
-    assert f"`{reason}`" in render_report(result, "md")
+    first = data["cheats"][0]
+    assert first["reason"] == reason and first["message"]
+    reasons = [c["reason"] for c in data["cheats"]]
+    assert len(reasons) == len(set(reasons)), "each cheat is listed once per reason"
+    flagged = [c for c in result.cases if c.cheat == reason]
+    if first["first_case"] is not None:
+        assert first["count"] == len(flagged) >= 1
+        assert first["first_case"] == f"{flagged[0].task}/{flagged[0].name}/{flagged[0].dtype}"
+    report = render_report(result, "md")
+    assert f"## Rejected: `{reason}`" in report
+
+
+@pytest.mark.parametrize("path", GAMING, ids=lambda p: p.stem)
+def test_gaming_an_honest_bug_explains_fails_with_a_diagnosis(path, grade_interpret):
+    code = declared_diagnosis(path)
+    result = grade_interpret(kata_of_wrong(path), path)
+    assert result.status == "fail" and result.score == 0, result.message
+    assert result.cheat is None and result.cheats == [], result.cheats
+    assert code in [d["code"] for d in result.diagnoses], result.diagnoses
+    report = render_report(result, "md")
+    assert "## What went wrong" in report and "Rejected" not in report
 
 
 def test_every_listed_cheat_has_a_submission():
-    reasons = {declared_reason(p) for p in CHEATS}
-    # Shown on the CPU here; the GPU-only ones (side_stream, slow_first_calls,
-    # timed_outputs_wrong) live in tests/gpu/test_gpu_cheats.py.
-    assert {"no_triton_kernel", "forbidden_op", "cached_results", "input_mutated",
-            "output_aliases_input", "output_type", "background_thread", "tampering",
-            "precision_downgraded", "public_cases_only", "partial_work", "fake_result",
-            "nondeterministic", "out_of_bounds_write", "torch_compute"} <= reasons
+    reasons = {declared_reason(p) for p in CHEAT_FILES}
+    assert reasons <= set(CHEATS), reasons - set(CHEATS)
+    # Shown on the CPU here; the GPU-only ones (side_stream, slow_first_calls, timed cached
+    # results) live in tests/gpu/test_gpu_cheats.py, the floor check below.
+    assert {"no_triton_kernel", "forbidden_op", "cached_results", "output_type",
+            "background_thread", "tampering", "fake_result", "torch_compute"} <= reasons
+
+
+def test_no_reclassified_reason_is_a_cheat_any_more():
+    # Each was once a cheat; an honest bug produces its evidence too (docs/SCORING.md).
+    for reason, code in RECLASSIFIED.items():
+        assert code in ADVICE and reason not in CHEATS
+    declared = {declared_reason(p) for p in CHEAT_FILES}
+    assert not declared & set(RECLASSIFIED), "tests/cheats/ may only hold real cheats"
 
 
 def test_time_below_the_physical_floor_is_rejected():
@@ -87,3 +128,25 @@ def test_time_at_the_floor_is_accepted():
                       status="pass", time_ms=0.18, floor_ms=0.179, roofline=0.99, nbytes=5.4e8)
     _reject_impossible(case, {"copy_gbps": 3000.0, "matmul_tflops": 750.0})
     assert case.status == "pass" and case.cheat is None
+
+
+def test_downgrade_check_pairs_each_float32_output_with_its_own_truth():
+    """Outputs of mixed dtypes (int8 q, float32 scale): the scale meets the scale's truth. An
+    honest bug (scale = amax / 128 on huge values) is not a downgrade; a bfloat16 scale is."""
+    import torch
+
+    from grader.catalog import get_kata
+    from grader.checker import Checker
+
+    checker = Checker(get_kata("quantize"), seed=7, device="cpu")
+    task = checker.tasks["quantize_int8_rowwise"]
+    inputs = checker._inputs(task, "huge_values", "float32", "k", "")
+    x = inputs["x"]
+    amax = x.abs().amax(dim=1, keepdim=True)
+    q = torch.zeros(x.shape, dtype=torch.int8)
+    assert checker.downgraded(task, inputs, {"q": [q], "scale": [amax / 128]}) is None
+    # Scales left at 0 (no floor on an all-zero input) are exact in bfloat16, and prove nothing.
+    zeros = checker._inputs(task, "all_zero", "float32", "k", "")
+    assert checker.downgraded(task, zeros, {"q": [q[:3, :257]], "scale": [torch.zeros(3, 1)]}) is None
+    low_scale = (x.bfloat16().float().abs().amax(dim=1, keepdim=True) / 127).bfloat16().float()
+    assert checker.downgraded(task, inputs, {"q": [q], "scale": [low_scale]}) == "bfloat16"

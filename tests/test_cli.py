@@ -175,6 +175,10 @@ def test_failing_report_shows_mismatches(tmp_path):
     assert result.exit_code == 1
     text = report.read_text()
     assert "FAIL" in text and "Mismatches in" in text and "| Index | Got | Expected |" in text
+    # An honest bug: what went wrong and what to try, never "rejected as a cheat".
+    assert "## What went wrong" in text and "`tail_wrong`" in text and "Rejected" not in text
+    assert "what went wrong:" in result.output and "tail_wrong" in result.output
+    assert "triton.cdiv" in result.output and "cheat" not in result.output
 
 
 def test_gpu_flag_without_cuda_is_a_usage_error(solved_workspace):

@@ -83,7 +83,7 @@ def test_export_writes_the_documented_format(tmp_path, monkeypatch):
     assert {r["handle"] for r in data["results"]} == {"alice"}
     record = data["results"][0]
     assert set(record) == {"id", "handle", "graded_at", "label", "grade", "sha256"}
-    assert record["grade"]["schema"] == "triton-kata/grade/1" and record["grade"]["kata"] == "vector_add"
+    assert record["grade"]["schema"] == "triton-kata/grade/2" and record["grade"]["kata"] == "vector_add"
     everyone = json.loads(exported(tmp_path, "--all").read_text())
     assert {r["handle"] for r in everyone["results"]} == {"alice", "bob"}
     stdout = invoke("export", "--db", tmp_path / "source.sqlite", "--kata", "softmax", "--all")
@@ -222,6 +222,60 @@ def test_unknown_fields_inside_a_grade_survive_export_and_import(tmp_path):
     first = store.stored_grades(team, everyone=True)[0]
     assert first.grade["cheat"] == "cached the output"
     assert first.grade["tasks"][0]["cases"][0]["cheat"] == "cached the output"
+
+
+def _as_version_1(grade: dict) -> None:
+    """A grade as a grader before diagnoses wrote it: schema 1, a cheat repeated per case."""
+    grade["schema"] = "triton-kata/grade/1"
+    grade.pop("diagnoses", None)
+    for task in grade["tasks"]:
+        for case in task["cases"]:
+            case.pop("diagnosis", None)
+    if grade["status"] != "pass":
+        grade["cheat"] = "partial_work"
+        grade["cheats"] = [{"reason": "partial_work", "case": f"{grade['kata']}/case0/float32",
+                            "message": "the kernel never wrote them"}] * 2
+
+
+def test_an_export_of_version_1_grades_still_imports(tmp_path):
+    db = tmp_path / "source.sqlite"
+    seeded_store(db)
+    store.record_grade(make_grade("rms_norm", correct=False), db, handle="alice")
+    data = json.loads(exported(tmp_path, "--all").read_text())
+    for record in data["results"]:
+        _as_version_1(record["grade"])
+        _reseal(record)
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data))
+    team = tmp_path / "team.sqlite"
+    result = invoke("import", old, "--db", team)
+    assert result.exit_code == 0, result.output
+    assert "Imported 5 new result(s)" in result.output
+    stored = store.stored_grades(team, everyone=True)
+    assert {g.grade["schema"] for g in stored} == {"triton-kata/grade/1"}
+    failed = next(g for g in stored if g.grade["kata"] == "rms_norm")
+    assert failed.grade["cheat"] == "partial_work" and "diagnoses" not in failed.grade
+    # Both versions live side by side in one store, and every reader copes.
+    store.record_grade(make_grade("vector_add", speedup=3.0), team, handle="alice")
+    store.record_grade(make_grade("rms_norm", correct=False), team, handle="alice")
+    schemas = [g.grade["schema"] for g in store.stored_grades(team, everyone=True)]
+    assert schemas.count("triton-kata/grade/1") == 5 and schemas.count("triton-kata/grade/2") == 2
+    history = invoke("history", "--db", team, "--handle", "alice")
+    assert history.exit_code == 0 and "rms_norm" in history.output
+    assert invoke("leaderboard", "--db", team, "--out", tmp_path / "board").exit_code == 0
+    again = invoke("export", "--db", team, "--all", "--out", tmp_path / "again.json")
+    assert again.exit_code == 0
+    assert invoke("import", tmp_path / "again.json", "--db", tmp_path / "third.sqlite").exit_code == 0
+
+
+def test_a_grade_of_an_unknown_newer_schema_is_refused(tmp_path):
+    data = json.loads(exported(tmp_path, "--handle", "bob").read_text())
+    data["results"][0]["grade"]["schema"] = "triton-kata/grade/9"
+    _reseal(data["results"][0])
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps(data))
+    result = invoke("import", future, "--db", tmp_path / "team.sqlite")
+    assert result.exit_code == 2 and "schema" in result.stderr
 
 
 # ---- leaderboard -----------------------------------------------------------------------------

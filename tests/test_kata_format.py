@@ -43,6 +43,37 @@ def test_documented_examples_cover_the_catalogue_to_come():
     assert [(o.compare, o.ulp) for o in quant.tasks[0].outputs] == [("ulp", 1), ("allclose", 0)]
 
 
+def test_an_argument_holding_a_dtype_chooses_the_output_dtype():
+    import torch
+
+    from grader.compare import compare_values
+    from grader.inputs import output_dtype
+
+    kinds = {raw["name"]: raw for raw in documented_examples()}
+    quant = parse_kata(kinds["quant_int8"], Path("katas/quant_int8"), Path("r.py"))
+    quantize, dequantize = quant.tasks
+    (out,) = dequantize.outputs
+    assert out.dtype == "dtype" and dequantize.args == ("q", "scale", "dtype")
+    inputs = {"q": torch.zeros(2, 3, dtype=torch.int8), "scale": torch.ones(2, 1),
+              "dtype": torch.float16}
+    assert output_dtype(out, inputs) == torch.float16
+    assert output_dtype(out, dict(inputs, dtype=torch.bfloat16)) == torch.bfloat16
+    # An output named after a tensor argument still takes that tensor's dtype.
+    assert output_dtype(quantize.outputs[0], {"x": torch.ones(2, dtype=torch.float16)}) == torch.int8
+    # Integer outputs against an unrounded truth: the nearest integer, or either neighbour of a
+    # value within rtol of a .5 boundary.
+    tol = quantize.tolerance("int8")
+    assert (tol.atol, tol.rtol) == (0.5, 1e-6)
+    truth = torch.tensor([2.4, 2.5, -2.5, 100.5 - 5e-5, 126.9], dtype=torch.float64)
+
+    def ok(values):
+        got = torch.tensor(values, dtype=torch.int8)
+        return compare_values(got, truth, "q", mode="allclose", atol=tol.atol, rtol=tol.rtol).ok
+
+    assert ok([2, 2, -2, 100, 127]) and ok([2, 3, -3, 101, 127])
+    assert not ok([3, 2, -2, 100, 127]) and not ok([2, 2, -2, 100, 126])
+
+
 def _minimal() -> dict:
     return yaml.safe_load((ROOT / "katas" / "vector_add" / "kata.yaml").read_text())
 
@@ -84,6 +115,23 @@ def test_skip_rules_and_interpreter_defaults():
     assert "bf16" in task.skip_reason("interpret", "bfloat16", small)
     assert task.skip_reason("gpu", "bfloat16", small) is None
     assert "GPU only" in task.skip_reason("interpret", "bfloat16", task.cases[-1])
+
+
+def test_a_task_skipped_whole_in_a_mode_is_not_graded_there():
+    from grader.results import CaseResult, TaskResult
+    from grader.scoring import summarise_task, tasks_correct
+
+    def task(name, *statuses):
+        cases = [CaseResult(task=name, name=f"c{i}", dtype="float32", shape=None, hidden=False,
+                            status=s) for i, s in enumerate(statuses)]
+        t = TaskResult(name=name, threshold=1.0, baseline="eager", cases=cases, correct=False)
+        summarise_task(t, 0.85)
+        return t
+
+    fp8_on_the_interpreter = task("fp8", "skipped", "skipped")
+    assert tasks_correct([task("int8", "pass", "skipped"), fp8_on_the_interpreter])
+    assert not tasks_correct([task("int8", "pass", "fail"), fp8_on_the_interpreter])
+    assert not tasks_correct([fp8_on_the_interpreter])  # nothing ran: no verdict, no pass
 
 
 @pytest.fixture()

@@ -54,7 +54,9 @@ def test_python_fork_bomb_is_refused(tmp_path):
     bomb = KERNEL.replace("def vector_add(x, y):", "def vector_add(x, y):\n    import os\n"
                           "    while True:\n        os.fork()\n", 1)
     result = grade_source(tmp_path, bomb)
-    assert result.status == "fail" and result.cheat == "sandbox_violation"
+    # A process refused is a diagnosis, not a cheat: a debugging os.system does it too.
+    assert result.status == "fail" and result.cheat is None
+    assert "sandbox_violation" in [d["code"] for d in result.diagnoses]
     assert "os.fork()" in result.cases[0].message
 
 

@@ -43,6 +43,16 @@ def test_a_recorded_grade_round_trips_with_its_columns_and_full_json(tmp_path):
     assert stored.grade == json.loads(json.dumps(result.to_dict()))
 
 
+def test_a_grade_with_diagnoses_is_stored_whole(tmp_path):
+    diagnosis = {"code": "tail_wrong", "count": 2, "first_case": "vector_add/case0/float32",
+                 "message": "elements 768..999 were never written", "advice": "does your grid cover the tail?"}
+    result = make_grade(correct=False, diagnoses=[diagnosis])
+    store.record_grade(result, tmp_path / "r.sqlite", handle="alice")
+    [stored] = store.stored_grades(tmp_path / "r.sqlite", handle="alice")
+    assert stored.grade["schema"] == "triton-kata/grade/2"
+    assert stored.grade["diagnoses"] == [diagnosis] and stored.grade["cheats"] == []
+
+
 def test_a_mode_label_must_be_a_short_word(tmp_path):
     with pytest.raises(ValueError, match="Invalid mode label"):
         store.record_grade(make_grade(), tmp_path / "r.sqlite", handle="alice", mode_label="Mock interview")

@@ -1,14 +1,26 @@
-"""Planted wrong solutions (the bugs candidates really write) must fail, on the case meant to catch them."""
+"""Planted wrong solutions (the bugs candidates really write) must fail, on the case meant to
+catch them, with a diagnosis of what went wrong and never a cheat: an honest bug is not gaming
+the grade. Every file under tests/wrong/ is checked, those of katas added later too."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
-from grader.catalog import get_kata
 from conftest import WRONG, WRONG_GPU, expected_failures, kata_of_wrong
+from grader.catalog import get_kata
+from grader.diagnose import ADVICE
+from grader.report import render_report
 
 WRONG_FILES = sorted(WRONG.glob("*.py"))
 WRONG_GPU_FILES = sorted(WRONG_GPU.glob("*.py"))
+
+
+def expected_diagnoses(path) -> list[str]:
+    """'# expect-diagnosis: CODE' lines: at least one of them must be named."""
+    return re.findall(r"^# expect-diagnosis:\s*(\S+)", path.read_text(), flags=re.M)
 
 
 def test_every_kata_has_planted_bugs():
@@ -17,17 +29,38 @@ def test_every_kata_has_planted_bugs():
     assert all(len(files) >= 4 for files in per_kata.values()), per_kata
 
 
+def test_expected_diagnoses_are_known_codes():
+    for path in WRONG_FILES:
+        unknown = set(expected_diagnoses(path)) - set(ADVICE)
+        assert not unknown, f"{path.name} expects unknown diagnosis code(s) {unknown}"
+
+
 @pytest.mark.parametrize("path", WRONG_FILES, ids=[p.stem for p in WRONG_FILES])
-def test_wrong_solution_fails(path, grade_interpret):
+def test_wrong_solution_fails_with_a_diagnosis_and_no_cheat(path, grade_interpret):
     kata = kata_of_wrong(path)
     expected = expected_failures(path)
     assert expected, f"{path.name} names no '# expect-fail: CASE' line"
     result = grade_interpret(kata, path)
-    assert result.status in ("fail", "error") and result.score == 0, result.message
-    # Honest bugs use PyTorch only as the rule allows: never torch_compute (docs/SCORING.md).
-    assert "torch_compute" not in {c["reason"] for c in result.cheats}, result.cheats
+    assert result.status == "fail" and result.score == 0, result.message
     failed = {c.name for c in result.cases if c.status in ("fail", "error")}
     assert failed & set(expected), f"expected one of {expected} to fail; failed: {sorted(failed)}"
+
+    # Named as a bug, not a cheat, in the result, the JSON and the report.
+    assert result.cheat is None and result.cheats == [], result.cheats
+    assert result.diagnoses, "a failing grade must say what went wrong"
+    assert all(c.cheat is None for c in result.cases)
+    assert all(c.diagnosis for c in result.cases if c.status in ("fail", "error"))
+    codes = [d["code"] for d in result.diagnoses]
+    assert len(codes) == len(set(codes)), "each diagnosis is listed once per code"
+    assert all(d["count"] >= 1 and d["message"] and d["advice"] for d in result.diagnoses)
+    wanted = expected_diagnoses(path)
+    if wanted:
+        assert set(wanted) & set(codes), f"expected one of {wanted}; got {result.diagnoses}"
+    data = json.loads(json.dumps(result.to_dict(), default=str))
+    assert data["cheat"] is None and data["cheats"] == [] and data["diagnoses"] == result.diagnoses
+    report = render_report(result, "md")
+    assert "## What went wrong" in report and "Rejected" not in report
+    assert f"`{codes[0]}`" in report
 
 
 @pytest.mark.parametrize("path", WRONG_GPU_FILES, ids=[p.stem for p in WRONG_GPU_FILES])

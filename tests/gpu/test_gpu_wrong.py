@@ -25,6 +25,7 @@ def test_gpu_only_bug_fails_on_the_gpu(path):
     assert expected, f"{path.name} names no '# expect-fail: CASE' line"
     result = grade(get_kata(kata_of_wrong(path)), path, "gpu")
     assert result.status in ("fail", "error") and result.score == 0, result.message
+    assert result.cheats == [], "an honest bug is never named a cheat"
     failed = {c.name for c in result.cases if c.status in ("fail", "error")}
     # An out-of-range address kills the CUDA context: the grade then stops with a CUDA fault.
     assert failed & set(expected) or "CUDA fault" in result.message, (sorted(failed), result.message)

@@ -4,6 +4,7 @@ The last element is left out of the sum of squares (while the mean still divides
 is never stored. With N = 2 the statistics of every row are badly off.
 """
 # expect-fail: two_cols
+# expect-diagnosis: row_end_wrong
 
 import torch
 import triton

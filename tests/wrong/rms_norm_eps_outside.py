@@ -4,6 +4,8 @@ For rows of ordinary magnitude the difference is below 1e-5 relative, but when m
 comparable to eps (tiny rows) the result is off by a large factor.
 """
 # expect-fail: tiny_rows
+# expect-diagnosis: row_scale
+# expect-diagnosis: input_dependent_error
 
 import torch
 import triton

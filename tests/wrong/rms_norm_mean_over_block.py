@@ -5,6 +5,7 @@ power-of-two block: wrong whenever N is not a power of two.
 """
 # expect-fail: pow2_plus_1
 # expect-fail: odd_tail
+# expect-diagnosis: row_scale
 
 import torch
 import triton

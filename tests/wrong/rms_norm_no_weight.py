@@ -1,6 +1,7 @@
 """Wrong rms_norm: normalizes but never multiplies by the weight."""
 # expect-fail: odd_tail
 # expect-fail: pow2_minus_1
+# expect-diagnosis: column_scale
 
 import torch
 import triton

@@ -5,6 +5,7 @@ past it: the statistics cover only the first 16384 columns and the rest of y is 
 written. Right for every row up to 16384 columns, wrong for long ones.
 """
 # expect-fail: long_row
+# expect-diagnosis: row_end_wrong
 
 import torch
 import triton

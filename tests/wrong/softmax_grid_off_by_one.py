@@ -6,6 +6,7 @@ torch.empty they would hold whatever the memory held). With M = 1 nothing is com
 # expect-fail: one_row
 # expect-fail: odd_tail
 # expect-fail: pow2_minus_1
+# expect-diagnosis: rows_wrong
 
 import torch
 import triton

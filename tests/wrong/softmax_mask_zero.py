@@ -6,6 +6,8 @@ the sum. Only the single-block path has the bug; long rows are streamed correctl
 """
 # expect-fail: large_negative
 # expect-fail: odd_tail
+# expect-diagnosis: row_scale
+# expect-diagnosis: input_dependent_error
 
 import torch
 import triton

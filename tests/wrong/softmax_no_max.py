@@ -5,6 +5,7 @@ with large values give inf / inf = NaN. Everything else (masking, strides, long 
 """
 # expect-fail: large_magnitude
 # expect-fail: large_offset
+# expect-diagnosis: overflow
 
 import torch
 import triton

@@ -6,6 +6,7 @@ which get wrong values, and the rest of the row is never written.
 # expect-fail: long_row
 # expect-fail: pow2_14_plus_1
 # expect-fail: one_row
+# expect-diagnosis: row_end_wrong
 
 import torch
 import triton

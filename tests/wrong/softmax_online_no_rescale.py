@@ -8,6 +8,7 @@ get a wrong denominator (unless the row's max happens to lie in its first block)
 # expect-fail: long_row
 # expect-fail: strided_long
 # expect-fail: pow2_15_plus_1
+# expect-diagnosis: row_scale
 
 import torch
 import triton

@@ -4,6 +4,7 @@ The values are right, but a float16 (or bfloat16) input must give an output of i
 """
 # expect-fail: odd_tail
 # expect-fail: small
+# expect-diagnosis: wrong_dtype
 
 import torch
 import triton

@@ -1,6 +1,7 @@
 """Bug: the mask drops the last element (offsets < n - 1), an off-by-one at the tail."""
 # expect-fail: one
 # expect-fail: small
+# expect-diagnosis: tail_wrong
 
 import torch
 import triton

@@ -1,6 +1,7 @@
 """Bug: the grid is n // BLOCK_SIZE, so the tail past the last full block is never written."""
 # expect-fail: pow2_minus_1
 # expect-fail: odd_tail
+# expect-diagnosis: tail_wrong
 
 import torch
 import triton

@@ -1,5 +1,6 @@
 """Bug: always returns a float32 result, whatever the input dtype."""
 # expect-fail: small
+# expect-diagnosis: wrong_dtype
 
 import torch
 import triton

@@ -1,5 +1,7 @@
 """Bug: writes the sum into x and returns x, clobbering an input (and aliasing it)."""
 # expect-fail: small
+# expect-diagnosis: output_aliases_input
+# expect-diagnosis: input_mutated
 
 import triton
 import triton.language as tl

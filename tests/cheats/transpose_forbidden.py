@@ -1,11 +1,10 @@
-"""Wrong transpose: lets PyTorch do the copy (x.t().contiguous()), then launches a kernel that
+# cheat: forbidden_op
+"""Cheat: lets PyTorch do the copy (x.t().contiguous()), then launches a kernel that
 copies the already transposed result into the output.
 
 The numbers are right and a Triton kernel does run, but the transpose itself is done by torch:
 the kata forbids t() and contiguous() (and aten.t, aten.clone underneath).
 """
-# expect-fail: small
-# expect-fail: odd_tail
 
 import torch
 import triton

@@ -1,5 +1,7 @@
-# cheat: partial_work
-"""Launches programs for only half of the blocks; the rest of the output is never written."""
+"""Launches programs for only half of the blocks; the rest of the output is never written
+(an honest grid bug looks the same)."""
+# expect-diagnosis: tail_wrong
+
 import torch
 import triton
 import triton.language as tl

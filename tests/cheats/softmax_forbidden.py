@@ -1,10 +1,9 @@
-"""Wrong softmax: calls PyTorch's own torch.softmax instead of launching a kernel.
+# cheat: forbidden_op
+"""Cheat: calls PyTorch's own torch.softmax instead of launching a kernel.
 
 The numbers are right (computed in float32, cast back); the grader must reject it because the
 kata forbids torch.softmax (and aten._softmax underneath it).
 """
-# expect-fail: small
-# expect-fail: odd_tail
 
 import torch
 

@@ -1,5 +1,6 @@
-# cheat: precision_downgraded
-"""A float32 task computed in float16."""
+"""A float32 task computed in float16: an honest kernel that forgets .to(tl.float32) looks the same."""
+# expect-diagnosis: low_precision
+
 import torch
 import triton
 import triton.language as tl

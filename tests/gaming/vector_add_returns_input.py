@@ -1,5 +1,6 @@
-# cheat: nondeterministic
-"""Right on the first call, garbage afterwards (the 'it passed once' kernel)."""
+"""Computes in place into x and returns x itself (an honest in-place bug looks the same)."""
+# expect-diagnosis: output_aliases_input
+
 import torch
 import triton
 import triton.language as tl
@@ -17,12 +18,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def launch(x, y, out):
     add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
 
-_calls = {}
-
 
 def vector_add(x, y):
-    out = torch.empty_like(x)
-    seen = _calls.get(x.numel(), 0)
-    _calls[x.numel()] = seen + 1
-    launch(x, x if seen else y, out)
-    return out
+    launch(x, y, x)
+    return x

@@ -1,5 +1,6 @@
-# cheat: public_cases_only
-"""Special-cases the public sizes; everything else gets a wrong one."""
+"""Right answer, but it scribbles over an input on the way (so can an honest bug)."""
+# expect-diagnosis: input_mutated
+
 import torch
 import triton
 import triton.language as tl
@@ -17,10 +18,9 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def launch(x, y, out):
     add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
 
-PUBLIC_SIZES = {1000, 2048}
-
 
 def vector_add(x, y):
     out = torch.empty_like(x)
-    launch(x, y if x.numel() in PUBLIC_SIZES else x, out)
+    launch(x, y, out)
+    launch(x, out, y)  # y := x + out, as scratch space
     return out

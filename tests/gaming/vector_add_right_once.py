@@ -1,5 +1,7 @@
-# cheat: output_aliases_input
-"""Computes in place into x and returns x itself."""
+"""Right on the first call, garbage afterwards (the 'it passed once' kernel): an error that
+depends on the input, or a race, looks the same."""
+# expect-diagnosis: input_dependent_error
+
 import torch
 import triton
 import triton.language as tl
@@ -17,7 +19,12 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def launch(x, y, out):
     add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
 
+_calls = {}
+
 
 def vector_add(x, y):
-    launch(x, y, x)
-    return x
+    out = torch.empty_like(x)
+    seen = _calls.get(x.numel(), 0)
+    _calls[x.numel()] = seen + 1
+    launch(x, x if seen else y, out)
+    return out

@@ -1,9 +1,8 @@
-"""Wrong rms_norm: calls PyTorch's own torch.nn.functional.rms_norm instead of a kernel.
+# cheat: forbidden_op
+"""Cheat: calls PyTorch's own torch.nn.functional.rms_norm instead of a kernel.
 
 The numbers are right; the grader must reject it because the kata forbids F.rms_norm.
 """
-# expect-fail: odd_tail
-# expect-fail: two_cols
 
 import torch
 import torch.nn.functional as F
