@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from grader.allowed_ops import HOST_READS, is_op_name
 from grader.costexpr import CostExpressionError, evaluate
 from grader.limits import GRADE_LIMIT_S
 
@@ -106,6 +107,7 @@ class Task:
     reference_fn: str = "reference"
     baseline_fn: str = "baseline"
     forbidden: tuple[str, ...] = ()
+    allowed_ops: tuple[str, ...] = ()  # PyTorch ops allowed beyond grader.allowed_ops.BASE_ALLOWED
     cost_bytes: str | None = None
     cost_flops: str | None = None
     skip: tuple[SkipRule, ...] = ()
@@ -267,6 +269,11 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
         raise KataFormatError(f"{where}: case names must be unique")
     baseline = raw.get("baseline", {})
     cost = raw.get("cost", {})
+    forbidden = tuple(raw.get("forbidden", ())) + tuple(kata_defaults["forbidden"])
+    allowed_ops = _parse_allowed_ops(raw.get("allowed_ops"), where) + kata_defaults["allowed_ops"]
+    both = sorted(set(allowed_ops) & set(forbidden))
+    if both:
+        raise KataFormatError(f"{where}: {', '.join(both)} both allowed (allowed_ops) and forbidden")
     skip = tuple(
         SkipRule(reason=_require(s, "reason", where), mode=s.get("mode"), dtype=s.get("dtype"),
                  case=s.get("case"))
@@ -280,12 +287,26 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
         inputs_fn=raw.get("inputs", "make_inputs"),
         reference_fn=raw.get("reference", "reference"),
         baseline_fn=baseline.get("function", "baseline"),
-        forbidden=tuple(raw.get("forbidden", ())) + tuple(kata_defaults["forbidden"]),
+        forbidden=forbidden, allowed_ops=allowed_ops,
         cost_bytes=cost.get("bytes"), cost_flops=cost.get("flops"), skip=skip,
         property_fn=_parse_check(raw.get("check"), where),
     )
     _check_cost_expressions(task, where)
     return task
+
+
+def _parse_allowed_ops(raw: Any, where: str) -> tuple[str, ...]:
+    """kata.yaml `allowed_ops`: aten overload packets (aten.cat) or host reads (Tensor.tolist)."""
+    names = _as_tuple(raw)
+    for name in names:
+        if not isinstance(name, str) or not is_op_name(name):
+            raise KataFormatError(
+                f"{where}: allowed_ops entry {name!r} is not an op name: name the op the dispatcher "
+                f"sees, as namespace.op (aten.cat, not torch.cat or aten.cat.default), or one of "
+                f"{', '.join(HOST_READS)}")
+        if name.startswith("torch."):
+            raise KataFormatError(f"{where}: allowed_ops entry {name!r}: name the aten op (aten.{name.split('.')[-1]})")
+    return tuple(names)
 
 
 def _parse_check(raw: Any, where: str) -> str | None:
@@ -320,7 +341,8 @@ def parse_kata(raw: dict, directory: Path, reference_path: Path) -> Kata:
     hints = tuple(_require(raw, "hints", where))
     if len(hints) != 3:
         raise KataFormatError(f"{where}: needs exactly 3 hints (nudge, approach, near-solution)")
-    defaults = {"threshold": raw.get("threshold", 1.0), "forbidden": raw.get("forbidden", ())}
+    defaults = {"threshold": raw.get("threshold", 1.0), "forbidden": raw.get("forbidden", ()),
+                "allowed_ops": _parse_allowed_ops(raw.get("allowed_ops"), where)}
     tasks = tuple(_parse_task(t, defaults, where) for t in _require(raw, "tasks", where))
     if not tasks:
         raise KataFormatError(f"{where}: needs at least one task")

@@ -14,13 +14,37 @@ import re
 
 import pytest
 
-from conftest import TESTS, kata_of_wrong
+from conftest import KATA_NAMES, TESTS
+from grader import catalog
 from grader.diagnose import ADVICE, CHEATS, RECLASSIFIED
 from grader.report import render_report
 from grader.results import CaseResult
 
 CHEAT_FILES = sorted((TESTS / "cheats").glob("*.py"))
 GAMING = sorted((TESTS / "gaming").glob("*.py"))
+# Katas that exist only for the tests (tests/fixtures/katas), found through TRITON_KATA_PATH.
+FIXTURES = TESTS / "fixtures"
+FIXTURE_KATAS = sorted(p.name for p in (FIXTURES / "katas").iterdir() if (p / "kata.yaml").is_file())
+
+
+def kata_of_cheat(path) -> str:
+    """tests/cheats/<kata>_<trick>.py -> <kata> (the longest kata name, built-in or fixture, that
+    prefixes it)."""
+    matches = [k for k in KATA_NAMES + FIXTURE_KATAS if path.stem.startswith(k + "_")]
+    assert matches, f"{path.name} does not start with a kata name"
+    return max(matches, key=len)
+
+
+@pytest.fixture()
+def kata_roots(monkeypatch):
+    """use(kata): makes the fixture katas findable when `kata` is one of them."""
+    def use(kata: str) -> None:
+        if kata in FIXTURE_KATAS:
+            monkeypatch.setenv("TRITON_KATA_PATH", str(FIXTURES))
+            catalog._load.cache_clear()
+
+    yield use
+    catalog._load.cache_clear()
 
 
 def declared_reason(path) -> str:
@@ -36,9 +60,11 @@ def declared_diagnosis(path) -> str:
 
 
 @pytest.mark.parametrize("path", CHEAT_FILES, ids=lambda p: p.stem)
-def test_cheat_is_rejected_with_its_reason(path, grade_interpret):
+def test_cheat_is_rejected_with_its_reason(path, grade_interpret, kata_roots):
     reason = declared_reason(path)
-    result = grade_interpret(kata_of_wrong(path), path)
+    kata = kata_of_cheat(path)
+    kata_roots(kata)
+    result = grade_interpret(kata, path)
     assert result.status != "pass" and result.score == 0
     assert result.cheat == reason, (result.cheats, result.message)
     data = json.loads(json.dumps(result.to_dict(), default=str))
@@ -73,7 +99,7 @@ def test_every_listed_cheat_has_a_submission():
     # Shown on the CPU here; the GPU-only ones (side_stream, slow_first_calls, timed cached
     # results) live in tests/gpu/test_gpu_cheats.py, the floor check below.
     assert {"no_triton_kernel", "forbidden_op", "cached_results", "output_type",
-            "background_thread", "tampering", "fake_result"} <= reasons
+            "background_thread", "tampering", "fake_result", "torch_compute"} <= reasons
 
 
 def test_no_reclassified_reason_is_a_cheat_any_more():
