@@ -75,7 +75,7 @@ def list_katas(directory):
 @main.command()
 @click.argument("kata", shell_complete=_complete_kata)
 def show(kata):
-    """Show a kata's statement, signature, tolerances and public cases."""
+    """Show a kata's statement, signature, tolerances, what PyTorch may do, and public cases."""
     from grader.report import render_workspace_readme
     click.echo(render_workspace_readme(_kata_or_exit(kata)))
 

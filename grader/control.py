@@ -59,13 +59,46 @@ class ParentSampler:
         return self.line.ask("sample", key=self.key, call=call).get("set")
 
 
+class GpuTurns:
+    """Grades side by side on one GPU: their checked cases may overlap one another, but a grade
+    that times has the GPU to itself (no case of another grade runs while it times)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._cases = 0  # checked cases in flight, across grades
+        self._timing = False
+        self._waiting_to_time = 0
+
+    def case_begin(self) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._timing and not self._waiting_to_time)
+            self._cases += 1
+
+    def case_end(self) -> None:
+        with self._cond:
+            self._cases -= 1
+            self._cond.notify_all()
+
+    def timing_begin(self) -> None:
+        with self._cond:
+            self._waiting_to_time += 1
+            self._cond.wait_for(lambda: not self._timing and self._cases == 0)
+            self._waiting_to_time -= 1
+            self._timing = True
+
+    def timing_end(self) -> None:
+        with self._cond:
+            self._timing = False
+            self._cond.notify_all()
+
+
 class Referee(threading.Thread):
     """The parent's end, serving one worker. `judge` has check_case(planned, result) and
     check_samples(planned, samples, method, n_sets); `progress(event)` hears what happens."""
 
     def __init__(self, sock: socket.socket, judge, plan: list[dict], *, fail_fast: bool = False,
                  keep_going: bool = False, progress=None, sampled: int = SAMPLED,
-                 timing_lock=None):
+                 turns: GpuTurns | None = None):
         super().__init__(daemon=True, name="kata-referee")
         self.sock, self.judge = sock, judge
         self.plan = {p["key"]: p for p in plan}
@@ -84,7 +117,7 @@ class Referee(threading.Thread):
         self._asked: dict[str, set[int]] = {}
         self._random = secrets.SystemRandom()
         self._lock = threading.Lock()
-        self._timing_lock, self._timing_held = timing_lock, False
+        self._turns, self._timing_held, self._in_case = turns, False, False
 
     # -- the thread ------------------------------------------------------------------------
     def run(self) -> None:
@@ -125,6 +158,9 @@ class Referee(threading.Thread):
         limit = request.get("limit_s")
         if not isinstance(limit, (int, float)) or limit <= 0:
             return None
+        if self._turns is not None and request.get("phase", "case") == "case" and not self._in_case:
+            self._turns.case_begin()  # the case's clock starts once it has its turn
+            self._in_case = True
         with self._lock:
             self.current = {"key": key, "phase": request.get("phase", "case"),
                             "started": time.monotonic(), "limit_s": float(limit)}
@@ -141,6 +177,7 @@ class Referee(threading.Thread):
                            message="the outputs of this case could not be checked")
         verdict.pop("outputs", None)
         self.verdicts[key] = verdict
+        self._end_case()
         ok = verdict.get("status") == "pass"
         stop = self.fail_fast and not ok
         if stop:
@@ -154,16 +191,24 @@ class Referee(threading.Thread):
         failed = [k for k, v in self.verdicts.items() if v.get("status") != "pass"]
         go = self.keep_going or not failed
         self.timing_skipped = not go
-        if go and self._timing_lock is not None and not self._timing_held:
+        self._end_case()
+        if go and self._turns is not None and not self._timing_held:
             self.progress({"type": "start", "key": "(waiting for the GPU)", "phase": "timing"})
-            self._timing_lock.acquire()  # other grades side by side take turns to time
+            self._turns.timing_begin()  # no other grade's cases run while this one times
             self._timing_held = True
         return {"time": go}
 
-    def release_timing(self) -> None:
+    def _end_case(self) -> None:
+        if self._in_case:
+            self._in_case = False
+            self._turns.case_end()
+
+    def release(self) -> None:
+        """The worker is gone: give back whatever turn this grade held."""
+        self._end_case()
         if self._timing_held:
             self._timing_held = False
-            self._timing_lock.release()
+            self._turns.timing_end()
 
     def _on_timing(self, request, key):
         calls, sets = request.get("calls"), request.get("sets")

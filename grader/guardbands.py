@@ -8,6 +8,8 @@ from __future__ import annotations
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from grader.guards import grader_machinery
+
 GUARD_BYTES = 1024  # a multiple of every element size, so alignment is kept
 PATTERN = 0xA5
 
@@ -60,6 +62,7 @@ class GuardedFactories(TorchDispatchMode):
         if (str(func.overloadpacket) in _FACTORIES and isinstance(result, torch.Tensor)
                 and type(result) is torch.Tensor and result.layout == torch.strided
                 and not result.is_quantized and result.device.type in ("cpu", "cuda")):
-            result, guard = guarded_copy(result, "a tensor it allocated")
+            with grader_machinery():  # the grader's copy, whatever the kata forbids
+                result, guard = guarded_copy(result, "a tensor it allocated")
             self.made.append(guard)
         return result

@@ -51,7 +51,14 @@ def clone(value):
 
 
 def output_dtype(output, inputs: dict) -> torch.dtype:
-    """An output's declared dtype: a dtype name, or the name of the input whose dtype it takes."""
+    """An output's declared dtype: a dtype name, or the name of the input whose dtype it takes.
+
+    An input that is itself a torch.dtype (an argument such as `dtype` that chooses the output's
+    precision, as in dequantize(q, scale, dtype)) gives that dtype.
+    """
     if output.dtype in inputs:
-        return tensor_leaves(inputs[output.dtype])[0].dtype
+        value = inputs[output.dtype]
+        if isinstance(value, torch.dtype):
+            return value
+        return tensor_leaves(value)[0].dtype
     return getattr(torch, output.dtype)

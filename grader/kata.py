@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from grader.allowed_ops import HOST_READS, is_op_name
 from grader.costexpr import CostExpressionError, evaluate
 from grader.limits import GRADE_LIMIT_S
 
@@ -60,6 +61,9 @@ class OutputSpec:
     compare: str = "allclose"  # allclose | exact | ulp
     ulp: int = 0
     inplace: bool = False
+    # This output's own {dtype: Tolerance}, overriding the task's: for an output whose error
+    # grows with a different reduction than the others' (a weight gradient summed over rows).
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ class Task:
     reference_fn: str = "reference"
     baseline_fn: str = "baseline"
     forbidden: tuple[str, ...] = ()
+    allowed_ops: tuple[str, ...] = ()  # PyTorch ops allowed beyond grader.allowed_ops.BASE_ALLOWED
     cost_bytes: str | None = None
     cost_flops: str | None = None
     skip: tuple[SkipRule, ...] = ()
@@ -116,7 +121,10 @@ class Task:
     def inplace(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.outputs if o.inplace)
 
-    def tolerance(self, dtype: str) -> Tolerance:
+    def tolerance(self, dtype: str, output: OutputSpec | None = None) -> Tolerance:
+        """The tolerance for an output of this dtype: the output's own, else the task's."""
+        if output is not None and dtype in output.tolerances:
+            return output.tolerances[dtype]
         if dtype in self.tolerances:
             return self.tolerances[dtype]
         atol, rtol = DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
@@ -202,7 +210,24 @@ def _parse_output(raw: Any, args: tuple[str, ...], inplace: bool, where: str) ->
         compare = "ulp"
     if compare not in ("allclose", "exact", "ulp"):
         raise KataFormatError(f"{where}: compare must be allclose, exact or {{ulp: N}}")
-    return OutputSpec(name=name, dtype=dtype, compare=compare, ulp=ulp, inplace=inplace)
+    tolerances = _parse_tolerances(raw.get("tolerance"), f"{where}, output '{name}'")
+    return OutputSpec(name=name, dtype=dtype, compare=compare, ulp=ulp, inplace=inplace,
+                      tolerances=tolerances)
+
+
+def _parse_tolerances(raw: Any, where: str) -> dict[str, Tolerance]:
+    """{dtype: {atol, rtol}} -> {dtype: Tolerance}."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise KataFormatError(f"{where}: tolerance must map dtypes to {{atol, rtol}}")
+    tolerances = {}
+    for dtype, tol in raw.items():
+        _check_dtype(dtype, where)
+        if not isinstance(tol, dict) or "atol" not in tol or "rtol" not in tol:
+            raise KataFormatError(f"{where}: tolerance for {dtype} needs atol and rtol")
+        tolerances[dtype] = Tolerance(float(tol["atol"]), float(tol["rtol"]))
+    return tolerances
 
 
 def _parse_case(raw: dict, task_dtypes: tuple[str, ...], hidden: bool, where: str) -> Case:
@@ -235,10 +260,7 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
     outputs += tuple(_parse_output(o, args, True, where) for o in raw.get("inplace", []))
     if not outputs:
         raise KataFormatError(f"{where}: declares neither 'returns' nor 'inplace' outputs")
-    tolerances = {}
-    for dtype, tol in (raw.get("tolerance") or {}).items():
-        _check_dtype(dtype, where)
-        tolerances[dtype] = Tolerance(float(tol["atol"]), float(tol["rtol"]))
+    tolerances = _parse_tolerances(raw.get("tolerance"), where)
     raw_cases = _require(raw, "cases", where)
     cases = tuple(_parse_case(c, dtypes, False, where) for c in raw_cases.get("public", []))
     cases += tuple(_parse_case(c, dtypes, True, where) for c in raw_cases.get("hidden", []))
@@ -247,6 +269,11 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
         raise KataFormatError(f"{where}: case names must be unique")
     baseline = raw.get("baseline", {})
     cost = raw.get("cost", {})
+    forbidden = tuple(raw.get("forbidden", ())) + tuple(kata_defaults["forbidden"])
+    allowed_ops = _parse_allowed_ops(raw.get("allowed_ops"), where) + kata_defaults["allowed_ops"]
+    both = sorted(set(allowed_ops) & set(forbidden))
+    if both:
+        raise KataFormatError(f"{where}: {', '.join(both)} both allowed (allowed_ops) and forbidden")
     skip = tuple(
         SkipRule(reason=_require(s, "reason", where), mode=s.get("mode"), dtype=s.get("dtype"),
                  case=s.get("case"))
@@ -260,12 +287,26 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
         inputs_fn=raw.get("inputs", "make_inputs"),
         reference_fn=raw.get("reference", "reference"),
         baseline_fn=baseline.get("function", "baseline"),
-        forbidden=tuple(raw.get("forbidden", ())) + tuple(kata_defaults["forbidden"]),
+        forbidden=forbidden, allowed_ops=allowed_ops,
         cost_bytes=cost.get("bytes"), cost_flops=cost.get("flops"), skip=skip,
         property_fn=_parse_check(raw.get("check"), where),
     )
     _check_cost_expressions(task, where)
     return task
+
+
+def _parse_allowed_ops(raw: Any, where: str) -> tuple[str, ...]:
+    """kata.yaml `allowed_ops`: aten overload packets (aten.cat) or host reads (Tensor.tolist)."""
+    names = _as_tuple(raw)
+    for name in names:
+        if not isinstance(name, str) or not is_op_name(name):
+            raise KataFormatError(
+                f"{where}: allowed_ops entry {name!r} is not an op name: name the op the dispatcher "
+                f"sees, as namespace.op (aten.cat, not torch.cat or aten.cat.default), or one of "
+                f"{', '.join(HOST_READS)}")
+        if name.startswith("torch."):
+            raise KataFormatError(f"{where}: allowed_ops entry {name!r}: name the aten op (aten.{name.split('.')[-1]})")
+    return tuple(names)
 
 
 def _parse_check(raw: Any, where: str) -> str | None:
@@ -300,7 +341,8 @@ def parse_kata(raw: dict, directory: Path, reference_path: Path) -> Kata:
     hints = tuple(_require(raw, "hints", where))
     if len(hints) != 3:
         raise KataFormatError(f"{where}: needs exactly 3 hints (nudge, approach, near-solution)")
-    defaults = {"threshold": raw.get("threshold", 1.0), "forbidden": raw.get("forbidden", ())}
+    defaults = {"threshold": raw.get("threshold", 1.0), "forbidden": raw.get("forbidden", ()),
+                "allowed_ops": _parse_allowed_ops(raw.get("allowed_ops"), where)}
     tasks = tuple(_parse_task(t, defaults, where) for t in _require(raw, "tasks", where))
     if not tasks:
         raise KataFormatError(f"{where}: needs at least one task")

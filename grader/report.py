@@ -84,7 +84,9 @@ def write_report(result: GradeResult, path: Path) -> Path:
 
 
 def render_workspace_readme(kata: Kata) -> str:
-    return template_environment().get_template("workspace_readme.md.j2").render(k=kata, public_cases=public_cases(kata))
+    from grader.allowed_ops import ALLOWED_GROUPS
+    return template_environment().get_template("workspace_readme.md.j2").render(
+        k=kata, public_cases=public_cases(kata), torch_allowed=ALLOWED_GROUPS)
 
 
 def public_cases(kata: Kata) -> list[dict]:

@@ -28,7 +28,8 @@ from grader.kata import Kata
 from grader.plan import PlannedCase, build_plan
 from grader.results import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult,
                             Mismatch, TaskResult)
-from grader.scoring import PASS_CAP, geomean, meets_thresholds, score, summarise_task
+from grader.scoring import (PASS_CAP, geomean, meets_thresholds, score, summarise_task,
+                             tasks_correct)
 
 OUTPUT_LIMIT = 8000  # characters of the submission's stdout/stderr kept in a report
 OUTPUT_CAP_BYTES = 8 << 20  # printing more than this ends the grade
@@ -67,7 +68,7 @@ def default_mode() -> str:
 def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,
           timeout_s: float | None = None, memory_gib: float | None = None,
           protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
-          progress=None, case_timeout_s: float | None = None, timing_lock=None) -> GradeResult:
+          progress=None, case_timeout_s: float | None = None, turns=None) -> GradeResult:
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
     fail_fast: stop at the first failing case. keep_going: time the bench cases even when a
@@ -84,7 +85,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     plan = build_plan(kata, mode)
     started = time.monotonic()
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
-               "case_cap_s": case_timeout_s or timeout_s, "timing_lock": timing_lock}
+               "case_cap_s": case_timeout_s or timeout_s, "turns": turns}
     run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
     if os.environ.get("KATA_TRACE"):  # where the time went: the worker's questions, in order
         with open(os.environ["KATA_TRACE"], "a") as trace:
@@ -148,7 +149,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         judge = _judge(kata, mode, seed, plan_dicts, tmp_path)
         referee = Referee(ours, judge, plan_dicts, fail_fast=options["fail_fast"],
                           keep_going=options["keep_going"], progress=options["progress"],
-                          timing_lock=options["timing_lock"])
+                          turns=options["turns"])
         try:
             with open(output_path, "wb") as output:
                 proc = subprocess.Popen(
@@ -167,7 +168,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                     watchdog.kill_all(seen)
                     ours.shutdown(socket.SHUT_RDWR)
                     referee.join(timeout=60)
-                    referee.release_timing()
+                    referee.release()
             changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
             events, corrupt = _read_events(results_path)
         finally:
@@ -434,7 +435,7 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     cheats = findings.cheats
 
     speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)
-    correct = not message and not cheats and all(t.correct for t in tasks)
+    correct = not message and not cheats and tasks_correct(tasks)
     status, message = _verdict(tasks, mode, correct, message)
     if run.timing_skipped and status != PASS:
         message += ("\nSpeed not measured: fix correctness first (--keep-going times the bench "

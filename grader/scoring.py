@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from grader.results import PASS, ScoreBreakdown, TaskResult
+from grader.results import PASS, SKIPPED, ScoreBreakdown, TaskResult
 
 CORRECTNESS_POINTS = 50.0
 SPEED_POINTS = 30.0
@@ -44,6 +44,14 @@ def summarise_task(task: TaskResult, roofline_target: float) -> None:
     # The pass test: each case's speedup capped at PASS_CAP x threshold, so one very fast case
     # cannot carry slow ones.
     task.pass_speedup = geomean(min(c.speedup, PASS_CAP * task.threshold) for c in timed)
+
+
+def tasks_correct(tasks: list[TaskResult]) -> bool:
+    """Every task that ran a case in this mode is correct, and at least one task did. A task
+    whose cases were all skipped here (FP8 on the interpreter, say) is not graded in this mode:
+    it neither fails the grade nor counts towards it."""
+    graded = [t for t in tasks if any(c.status != SKIPPED for c in t.cases)]
+    return bool(graded) and all(t.correct for t in graded)
 
 
 def score(tasks: list[TaskResult], speed_measured: bool, correct: bool) -> ScoreBreakdown:

@@ -29,11 +29,12 @@ import torch
 import triton
 
 from grader import handover, integrity, launches, sandbox
+from grader.allowed_ops import describe, effective_allowed
 from grader.control import ParentGone, ParentLine, ParentSampler
 from grader.ceilings import cache_key
 from grader.compare import check_tensor_type
 from grader.guardbands import GuardedFactories, guarded_copy
-from grader.guards import resolve_forbidden, submission_guards
+from grader.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
 from grader.inputs import AGAIN, case_seed, flatten, make_case_inputs, output_dtype
 from grader.kata import load_kata
 from grader.limits import case_limit_s, timing_limit_s
@@ -191,6 +192,8 @@ class CaseRunner:
         self.submission, self.device, self.seed = submission, device, seed
         self.outdir, self.snapshot = outdir, snapshot
         self.python_forbidden, self.aten_forbidden = resolve_forbidden(task.forbidden)
+        self.torch_allowed = effective_allowed(task.allowed_ops, task.forbidden)
+        self.torch_ops = None  # what the last call did with PyTorch (grader.guards.TorchOps)
         self.cases = {c.name: c for c in task.cases}
         self.saved = 0
         self.shared: list[torch.Tensor] = []  # outputs handed over by CUDA IPC, not yet ruled on
@@ -236,6 +239,7 @@ class CaseRunner:
         if launched == 0 and produced:
             raise CaseProblem("no Triton kernel was launched: the outputs must be computed by "
                               "Triton kernels you launch, not by PyTorch or Python code", "no_triton_kernel")
+        self._check_torch_compute()
         for guard, snapshot in zip(input_guards, before):
             _check_bands(guard, f"the input '{guard.label}'")
             root = guard.label.split("[")[0]
@@ -254,7 +258,8 @@ class CaseRunner:
         launches.log.start(stream)
         error = None
         try:
-            with submission_guards(self.python_forbidden, self.aten_forbidden, seen), factories:
+            with submission_guards(self.python_forbidden, self.aten_forbidden, seen), factories, \
+                    watch_torch_compute(self.torch_allowed) as self.torch_ops:
                 returned = self.fn(*args)
             _sync(self.device)
         except NotImplementedError as exc:
@@ -279,6 +284,7 @@ class CaseRunner:
             raise CaseProblem(f"{self.task.name} raised an exception:\n{text}", status="error")
         self._check_integrity()
         self._check_concurrency(threads_before)
+        self._check_op_escapes()
         for guard in factories.made:
             _check_bands(guard, "a tensor it allocated (an output?)")
         return returned, launches.log.count
@@ -287,6 +293,25 @@ class CaseRunner:
         changed = self.snapshot.changes()
         if changed:
             raise TamperingError(changed)
+
+    def _check_op_escapes(self) -> None:
+        """The PyTorch-op check was switched off or gone round during the call (grader.guards)."""
+        ops = self.torch_ops
+        if ops.escapes:
+            raise CaseProblem(f"switched off or went round the check on PyTorch ops: {'; '.join(ops.escapes[:3])}. "
+                              "Whatever ran unseen counts as PyTorch doing the work", "torch_compute")
+        if ops.threads:
+            raise CaseProblem(f"a thread it started was running during the call ({ops.threads[0]}): work "
+                              "done there escapes the op check and the timer", "background_thread")
+
+    def _check_torch_compute(self) -> None:
+        """PyTorch computed on tensor data during the call (docs/SCORING.md, torch_compute)."""
+        if self.torch_ops is not None and self.torch_ops.ops:
+            raise CaseProblem(
+                f"used PyTorch for more than allocating, filling, viewing and copying tensors: "
+                f"{describe(self.torch_ops.ops)}. Your Triton kernels must compute the outputs "
+                "(reading values on the host counts too); `kata show` lists what PyTorch may do "
+                "in this kata", "torch_compute")
 
     def _check_concurrency(self, threads_before: set) -> None:
         if launches.log.foreign_threads:
@@ -495,6 +520,7 @@ def main(request_path: str) -> int:
     kata = load_kata(Path(request["kata_dir"]))
     spec_module = _import_path("kata_spec", kata.spec_path)
     launches.install()
+    install_op_checks()
     snapshot = integrity.Snapshot()
     reporter.emit({"type": "sandbox", **_lock_down(request, device)})
     try:

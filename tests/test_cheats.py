@@ -14,13 +14,37 @@ import re
 
 import pytest
 
-from conftest import TESTS, kata_of_wrong
+from conftest import KATA_NAMES, TESTS
+from grader import catalog
 from grader.diagnose import ADVICE, CHEATS, RECLASSIFIED
 from grader.report import render_report
 from grader.results import CaseResult
 
 CHEAT_FILES = sorted((TESTS / "cheats").glob("*.py"))
 GAMING = sorted((TESTS / "gaming").glob("*.py"))
+# Katas that exist only for the tests (tests/fixtures/katas), found through TRITON_KATA_PATH.
+FIXTURES = TESTS / "fixtures"
+FIXTURE_KATAS = sorted(p.name for p in (FIXTURES / "katas").iterdir() if (p / "kata.yaml").is_file())
+
+
+def kata_of_cheat(path) -> str:
+    """tests/cheats/<kata>_<trick>.py -> <kata> (the longest kata name, built-in or fixture, that
+    prefixes it)."""
+    matches = [k for k in KATA_NAMES + FIXTURE_KATAS if path.stem.startswith(k + "_")]
+    assert matches, f"{path.name} does not start with a kata name"
+    return max(matches, key=len)
+
+
+@pytest.fixture()
+def kata_roots(monkeypatch):
+    """use(kata): makes the fixture katas findable when `kata` is one of them."""
+    def use(kata: str) -> None:
+        if kata in FIXTURE_KATAS:
+            monkeypatch.setenv("TRITON_KATA_PATH", str(FIXTURES))
+            catalog._load.cache_clear()
+
+    yield use
+    catalog._load.cache_clear()
 
 
 def declared_reason(path) -> str:
@@ -36,9 +60,11 @@ def declared_diagnosis(path) -> str:
 
 
 @pytest.mark.parametrize("path", CHEAT_FILES, ids=lambda p: p.stem)
-def test_cheat_is_rejected_with_its_reason(path, grade_interpret):
+def test_cheat_is_rejected_with_its_reason(path, grade_interpret, kata_roots):
     reason = declared_reason(path)
-    result = grade_interpret(kata_of_wrong(path), path)
+    kata = kata_of_cheat(path)
+    kata_roots(kata)
+    result = grade_interpret(kata, path)
     assert result.status != "pass" and result.score == 0
     assert result.cheat == reason, (result.cheats, result.message)
     data = json.loads(json.dumps(result.to_dict(), default=str))
@@ -73,7 +99,7 @@ def test_every_listed_cheat_has_a_submission():
     # Shown on the CPU here; the GPU-only ones (side_stream, slow_first_calls, timed cached
     # results) live in tests/gpu/test_gpu_cheats.py, the floor check below.
     assert {"no_triton_kernel", "forbidden_op", "cached_results", "output_type",
-            "background_thread", "tampering", "fake_result"} <= reasons
+            "background_thread", "tampering", "fake_result", "torch_compute"} <= reasons
 
 
 def test_no_reclassified_reason_is_a_cheat_any_more():
@@ -102,3 +128,25 @@ def test_time_at_the_floor_is_accepted():
                       status="pass", time_ms=0.18, floor_ms=0.179, roofline=0.99, nbytes=5.4e8)
     _reject_impossible(case, {"copy_gbps": 3000.0, "matmul_tflops": 750.0})
     assert case.status == "pass" and case.cheat is None
+
+
+def test_downgrade_check_pairs_each_float32_output_with_its_own_truth():
+    """Outputs of mixed dtypes (int8 q, float32 scale): the scale meets the scale's truth. An
+    honest bug (scale = amax / 128 on huge values) is not a downgrade; a bfloat16 scale is."""
+    import torch
+
+    from grader.catalog import get_kata
+    from grader.checker import Checker
+
+    checker = Checker(get_kata("quantize"), seed=7, device="cpu")
+    task = checker.tasks["quantize_int8_rowwise"]
+    inputs = checker._inputs(task, "huge_values", "float32", "k", "")
+    x = inputs["x"]
+    amax = x.abs().amax(dim=1, keepdim=True)
+    q = torch.zeros(x.shape, dtype=torch.int8)
+    assert checker.downgraded(task, inputs, {"q": [q], "scale": [amax / 128]}) is None
+    # Scales left at 0 (no floor on an all-zero input) are exact in bfloat16, and prove nothing.
+    zeros = checker._inputs(task, "all_zero", "float32", "k", "")
+    assert checker.downgraded(task, zeros, {"q": [q[:3, :257]], "scale": [torch.zeros(3, 1)]}) is None
+    low_scale = (x.bfloat16().float().abs().amax(dim=1, keepdim=True) / 127).bfloat16().float()
+    assert checker.downgraded(task, inputs, {"q": [q], "scale": [low_scale]}) == "bfloat16"

@@ -45,6 +45,27 @@ def test_show_prints_statement_signature_tolerances_and_public_cases():
     assert not any(f"| {name} |" in result.output for name in hidden)
 
 
+def test_show_says_what_pytorch_may_do():
+    result = invoke("show", "softmax")
+    assert result.exit_code == 0
+    assert "What PyTorch may do" in result.output and "torch_compute" in result.output
+    assert "allocate tensors" in result.output and "views and metadata" in result.output
+    assert "forbidden: torch.softmax" in result.output
+
+
+def test_show_lists_what_a_kata_also_allows(monkeypatch):
+    from pathlib import Path
+
+    from grader import catalog
+    monkeypatch.setenv("TRITON_KATA_PATH", str(Path(__file__).parent / "fixtures"))
+    catalog._load.cache_clear()
+    try:
+        result = invoke("show", "toy_gemm")
+    finally:
+        catalog._load.cache_clear()
+    assert "PyTorch ops this task also allows: aten.constant_pad_nd" in result.output
+
+
 def test_show_names_the_rule_of_outputs_not_compared_by_tolerance():
     # activations' relu output is compared {ulp: 0}: no tolerance applies to it, and the
     # statement says so instead of listing atol/rtol defaults; its allclose tasks keep theirs.

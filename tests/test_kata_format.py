@@ -43,6 +43,87 @@ def test_documented_examples_cover_the_catalogue_to_come():
     assert [(o.compare, o.ulp) for o in quant.tasks[0].outputs] == [("ulp", 1), ("allclose", 0)]
 
 
+def test_an_argument_holding_a_dtype_chooses_the_output_dtype():
+    import torch
+
+    from grader.compare import compare_values
+    from grader.inputs import output_dtype
+
+    kinds = {raw["name"]: raw for raw in documented_examples()}
+    quant = parse_kata(kinds["quant_int8"], Path("katas/quant_int8"), Path("r.py"))
+    quantize, dequantize = quant.tasks
+    (out,) = dequantize.outputs
+    assert out.dtype == "dtype" and dequantize.args == ("q", "scale", "dtype")
+    inputs = {"q": torch.zeros(2, 3, dtype=torch.int8), "scale": torch.ones(2, 1),
+              "dtype": torch.float16}
+    assert output_dtype(out, inputs) == torch.float16
+    assert output_dtype(out, dict(inputs, dtype=torch.bfloat16)) == torch.bfloat16
+    # An output named after a tensor argument still takes that tensor's dtype.
+    assert output_dtype(quantize.outputs[0], {"x": torch.ones(2, dtype=torch.float16)}) == torch.int8
+    # Integer outputs against an unrounded truth: the nearest integer, or either neighbour of a
+    # value within rtol of a .5 boundary.
+    tol = quantize.tolerance("int8")
+    assert (tol.atol, tol.rtol) == (0.5, 1e-6)
+    truth = torch.tensor([2.4, 2.5, -2.5, 100.5 - 5e-5, 126.9], dtype=torch.float64)
+
+    def ok(values):
+        got = torch.tensor(values, dtype=torch.int8)
+        return compare_values(got, truth, "q", mode="allclose", atol=tol.atol, rtol=tol.rtol).ok
+
+    assert ok([2, 2, -2, 100, 127]) and ok([2, 3, -3, 101, 127])
+    assert not ok([3, 2, -2, 100, 127]) and not ok([2, 2, -2, 100, 126])
+
+
+def test_an_output_may_declare_its_own_tolerance():
+    kinds = {raw["name"]: raw for raw in documented_examples()}
+    kata = parse_kata(kinds["rms_norm_backward"], Path("katas/rms_norm_backward"), Path("r.py"))
+    task = kata.tasks[0]
+    dx, dweight = task.outputs
+    assert dx.tolerances == {} and task.tolerance("float32", dx) == task.tolerance("float32")
+    assert task.tolerance("float32", dweight).atol == 1e-2
+    assert task.tolerance("float32", dweight).rtol == 1e-4
+    assert task.tolerance("bfloat16", dweight) == task.tolerance("bfloat16")  # falls back
+
+
+def test_the_checker_grades_an_output_by_its_own_tolerance():
+    import torch
+
+    from grader.checker import Checker
+    kinds = {raw["name"]: raw for raw in documented_examples()}
+    task = parse_kata(kinds["rms_norm_backward"], Path("katas/rms_norm_backward"), Path("r.py")).tasks[0]
+    checker = Checker.__new__(Checker)  # compare() needs no spec: the truth is handed in
+    checker.device = "cpu"
+    inputs = {"dy": torch.zeros(2, 3), "x": torch.zeros(2, 3), "weight": torch.zeros(3),
+              "rstd": torch.ones(2)}
+    truth = (torch.zeros(2, 3, dtype=torch.float64), torch.zeros(3, dtype=torch.float64))
+    # 5e-3 off: inside dweight's own atol (1e-2), far outside the task's float32 atol (1e-5).
+    saved = {"dx": [torch.zeros(2, 3)], "dweight": [torch.full((3,), 5e-3)]}
+    assert checker.compare(task, inputs, saved, truth)["ok"]
+    saved = {"dx": [torch.full((2, 3), 5e-3)], "dweight": [torch.zeros(3)]}
+    verdict = checker.compare(task, inputs, saved, truth)
+    assert not verdict["ok"] and "'dx'" in verdict["message"]
+
+
+def test_the_workspace_readme_lists_tolerances_by_output():
+    from grader.catalog import get_kata
+    from grader.report import render_workspace_readme
+    text = render_workspace_readme(get_kata("layer_norm"))
+    assert "`dweight`: float32 atol 0.005, rtol 5e-05" in text  # the output's own
+    assert "`dx`: float32 atol 1e-05, rtol 1e-05; float16" in text  # the task's, per dtype
+    reduce = render_workspace_readme(get_kata("reduce"))
+    assert "`index`: exact" in reduce and "`out`: float32 atol 0.002, rtol 2e-05\n" in reduce
+
+
+def test_an_output_tolerance_needs_atol_and_rtol():
+    raw = _minimal()
+    raw["tasks"][0]["returns"][0]["tolerance"] = {"float32": {"atol": 1.0}}
+    with pytest.raises(KataFormatError, match="needs atol and rtol"):
+        parse_kata(raw, Path("katas/vector_add"), Path("r.py"))
+    raw["tasks"][0]["returns"][0]["tolerance"] = {"float33": {"atol": 1.0, "rtol": 0.0}}
+    with pytest.raises(KataFormatError, match="unknown dtype 'float33'"):
+        parse_kata(raw, Path("katas/vector_add"), Path("r.py"))
+
+
 def _minimal() -> dict:
     return yaml.safe_load((ROOT / "katas" / "vector_add" / "kata.yaml").read_text())
 
@@ -84,6 +165,23 @@ def test_skip_rules_and_interpreter_defaults():
     assert "bf16" in task.skip_reason("interpret", "bfloat16", small)
     assert task.skip_reason("gpu", "bfloat16", small) is None
     assert "GPU only" in task.skip_reason("interpret", "bfloat16", task.cases[-1])
+
+
+def test_a_task_skipped_whole_in_a_mode_is_not_graded_there():
+    from grader.results import CaseResult, TaskResult
+    from grader.scoring import summarise_task, tasks_correct
+
+    def task(name, *statuses):
+        cases = [CaseResult(task=name, name=f"c{i}", dtype="float32", shape=None, hidden=False,
+                            status=s) for i, s in enumerate(statuses)]
+        t = TaskResult(name=name, threshold=1.0, baseline="eager", cases=cases, correct=False)
+        summarise_task(t, 0.85)
+        return t
+
+    fp8_on_the_interpreter = task("fp8", "skipped", "skipped")
+    assert tasks_correct([task("int8", "pass", "skipped"), fp8_on_the_interpreter])
+    assert not tasks_correct([task("int8", "pass", "fail"), fp8_on_the_interpreter])
+    assert not tasks_correct([fp8_on_the_interpreter])  # nothing ran: no verdict, no pass
 
 
 @pytest.fixture()

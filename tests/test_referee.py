@@ -157,3 +157,26 @@ def test_replay_rebuilds_the_inputs_of_any_timed_call(graph):
         for b, a in zip(before, after):
             assert torch.equal(torch.sign(a), torch.sign(b)) and torch.isfinite(a).all()
     assert any(not torch.equal(b, a) for s, t in zip(drawn, seen[39]) for b, a in zip(s, t))
+
+
+def test_a_grade_that_times_has_the_gpu_to_itself():
+    import threading
+    import time
+
+    from grader.control import GpuTurns
+
+    turns, log = GpuTurns(), []
+    turns.case_begin()  # grade A is in a case
+    timer = threading.Thread(target=lambda: (turns.timing_begin(), log.append("timing"),
+                                             time.sleep(0.2), log.append("timed"), turns.timing_end()))
+    timer.start()
+    time.sleep(0.1)
+    assert log == []  # B waits for A's case to end
+    turns.case_end()
+    time.sleep(0.05)
+    assert log == ["timing"]
+    turns.case_begin()  # A's next case waits until B has timed
+    log.append("case")
+    timer.join()
+    assert log == ["timing", "timed", "case"]
+    turns.case_end()

@@ -40,9 +40,16 @@ def test_wrong_solution_fails_with_a_diagnosis_and_no_cheat(path, grade_interpre
     kata = kata_of_wrong(path)
     expected = expected_failures(path)
     assert expected, f"{path.name} names no '# expect-fail: CASE' line"
-    result = grade_interpret(kata, path)
+    # --fail-fast, as a learner would grade a bug (and quick): the grade stops at the first
+    # failing case. Where that is an earlier case than those the file names, the whole grade
+    # must fail on a named one too, and name no cheat either.
+    result = grade_interpret(kata, path, fail_fast=True)
     assert result.status == "fail" and result.score == 0, result.message
     failed = {c.name for c in result.cases if c.status in ("fail", "error")}
+    if not failed & set(expected):
+        full = grade_interpret(kata, path)
+        failed = {c.name for c in full.cases if c.status in ("fail", "error")}
+        assert full.cheats == [], full.cheats
     assert failed & set(expected), f"expected one of {expected} to fail; failed: {sorted(failed)}"
 
     # Named as a bug, not a cheat, in the result, the JSON and the report.

@@ -1,0 +1,67 @@
+"""torch_compute on a GPU (skipped without CUDA): PyTorch doing the work behind a token Triton
+kernel is caught on the compiled launch path too, and honest solutions stay clean there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import catalog
+from grader.runner import grade
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+TESTS = Path(__file__).resolve().parent.parent
+FIXTURES = TESTS / "fixtures"
+
+
+@pytest.fixture()
+def fixture_katas(monkeypatch):
+    monkeypatch.setenv("TRITON_KATA_PATH", str(FIXTURES))
+    catalog._load.cache_clear()
+    yield
+    catalog._load.cache_clear()
+
+
+def _torch_compute(result, *ops):
+    assert result.status == "fail" and result.score == 0, result.message
+    assert result.cheat == "torch_compute", result.cheats
+    assert all(op in result.cheats[0]["message"] for op in ops), result.cheats[0]
+
+
+def test_softmax_with_torch_exp_and_sum_is_caught():
+    result = grade(catalog.get_kata("softmax"), TESTS / "cheats" / "softmax_torch_exp_sum.py", "gpu")
+    _torch_compute(result, "aten.exp", "aten.sum")
+
+
+def test_gemm_as_a_float_matmul_is_caught(fixture_katas):
+    result = grade(catalog.get_kata("toy_gemm"), TESTS / "cheats" / "toy_gemm_float_matmul.py", "gpu")
+    _torch_compute(result, "aten.mm")
+
+
+def test_dispatch_switched_off_is_caught():
+    result = grade(catalog.get_kata("vector_add"), TESTS / "cheats" / "vector_add_disables_torch_dispatch.py", "gpu")
+    _torch_compute(result, "ran where the dispatch mode did not see")
+
+
+def test_numpy_through_the_host_is_caught(tmp_path):
+    source = (TESTS / "cheats" / "vector_add_disables_torch_dispatch.py").read_text()
+    body = source[:source.index("\ndef vector_add")] + '''
+
+def vector_add(x, y):
+    import numpy as np
+    total = torch.from_numpy(np.add(x.cpu().numpy(), y.cpu().numpy())).to(x.device)
+    out = torch.empty_like(x)
+    launch(total, torch.zeros_like(y), out)
+    return out
+'''
+    path = tmp_path / "solution.py"
+    path.write_text(body)
+    _torch_compute(grade(catalog.get_kata("vector_add"), path, "gpu"), "to the host")
+
+
+def test_honest_gemm_stays_clean_on_the_gpu(fixture_katas):
+    result = grade(catalog.get_kata("toy_gemm"), FIXTURES / "reference" / "toy_gemm.py", "gpu")
+    assert result.correct and result.cheats == [], (result.message, result.cheats)

@@ -1,0 +1,169 @@
+"""The torch_compute rule: PyTorch may allocate, fill, view and copy during a checked call, nothing
+else (grader/allowed_ops.py, grader/guards.py, docs/SCORING.md). The cheats that break it are
+under tests/cheats/ (tests/test_cheats.py); here: the ways round the check, one process running
+them all as the worker would (tests/op_escapes.py), the kata.yaml key, and honest code clean."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grader import catalog
+from grader.allowed_ops import BASE_ALLOWED, HOST_READS, describe, effective_allowed
+from grader.kata import KataFormatError, parse_kata
+from grader.runner import grade
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def escapes() -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, str(TESTS / "op_escapes.py")], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("scenario", ["honest", "launch_with_copy_forbidden", "exp_allowed_by_the_kata"])
+def test_allowed_work_leaves_no_trace(escapes, scenario):
+    got = escapes[scenario]
+    assert got == dict(got, ops=[], escapes=[], threads=[], error=None, forbidden=[]), got
+
+
+def test_torch_math_is_recorded_by_name(escapes):
+    assert escapes["exp_sum"]["ops"] == ["aten.exp", "aten.sum", "aten.div"]
+    assert escapes["exp_sum"]["escapes"] == []
+
+
+@pytest.mark.parametrize("scenario, op", [
+    ("numpy_read", "Tensor.numpy"), ("tolist_read", "Tensor.tolist"),
+    ("item_read", "aten._local_scalar_dense"), ("printing", "Tensor.__repr__"),
+    ("custom_op", "kata_test.double"), ("subclass_hides_work", "aten.view on a tensor subclass (_Hiding)"),
+])
+def test_other_ways_of_computing_are_recorded(escapes, scenario, op):
+    assert any(name.startswith(op) for name in escapes[scenario]["ops"]), escapes[scenario]
+
+
+@pytest.mark.parametrize("scenario, evidence", [
+    ("disable_torch_dispatch", "aten.exp"), ("no_dispatch", "aten.exp"),
+    ("pop_mode_temporarily", "aten.exp"), ("disable_current_modes", "aten.exp"),
+    ("exclude_python_key", "aten.exp"), ("pop_mode_and_leave_it", "mode stack was changed"),
+    ("redispatch", "redispatch"), ("record_function_off", "_enable_record_function"),
+    ("profiler_off", "profiler was switched off"),
+    ("profiler_off_through_original", "profiler was switched off"),
+    ("recorder_patched", "recorder was modified"), ("python_kernel_over_allowed_op", "aten.exp"),
+])
+def test_switching_the_check_off_leaves_evidence(escapes, scenario, evidence):
+    got = escapes[scenario]
+    assert any(evidence in e for e in got["escapes"]), got
+    assert got["modes_left"] == 0  # and the grader's mode stack is put back as it was
+
+
+def test_work_in_another_thread_is_seen(escapes):
+    assert escapes["thread_does_the_work"]["threads"], escapes["thread_does_the_work"]
+
+
+def test_the_base_list_computes_nothing():
+    computing = {"aten.exp", "aten.sum", "aten.add", "aten.mul", "aten.div", "aten.mm", "aten.matmul",
+                 "aten.amax", "aten.index", "aten.index_select", "aten.cat", "aten._local_scalar_dense",
+                 "aten.where", "aten.constant_pad_nd"}
+    assert not computing & BASE_ALLOWED
+    assert {"aten.empty", "aten.empty_like", "aten.view", "aten.copy_", "aten._to_copy", "aten.fill_"} <= BASE_ALLOWED
+
+
+def test_the_kata_may_allow_more_and_its_forbidden_list_wins():
+    allowed = effective_allowed(("aten.cat",), ("aten.copy_", "torch.softmax"))
+    assert "aten.cat" in allowed and "aten.copy_" not in allowed and "aten.clone" in allowed
+
+
+def test_the_message_names_the_ops_and_their_spelling():
+    text = describe(["aten.exp", "aten.sum", "aten.exp", "Tensor.numpy", "aten.a", "aten.b", "aten.c", "aten.d"])
+    assert text.startswith("aten.exp (.exp()), aten.sum (.sum()), .numpy() (Tensor.numpy)")
+    assert text.endswith("and 1 more")
+
+
+def _gemm_yaml() -> dict:
+    return yaml.safe_load((FIXTURES / "katas" / "toy_gemm" / "kata.yaml").read_text())
+
+
+def _parse(raw):
+    return parse_kata(raw, Path("katas/toy_gemm"), Path("reference/toy_gemm.py"))
+
+
+def test_allowed_ops_at_kata_and_task_level():
+    raw = _gemm_yaml()
+    raw["allowed_ops"] = ["aten.cat", "Tensor.tolist"]
+    task = _parse(raw).tasks[0]
+    assert task.allowed_ops == ("aten.constant_pad_nd", "aten.cat", "Tensor.tolist")
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("torch.cat", "name the aten op (aten.cat)"),
+    ("aten.cat.default", "is not an op name"),
+    ("cat", "is not an op name"),
+    (3, "is not an op name"),
+])
+def test_allowed_ops_must_name_ops(entry, message):
+    raw = _gemm_yaml()
+    raw["tasks"][0]["allowed_ops"] = [entry]
+    with pytest.raises(KataFormatError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _parse(raw)
+
+
+def test_an_op_cannot_be_both_allowed_and_forbidden():
+    raw = _gemm_yaml()
+    raw["forbidden"] = ["aten.constant_pad_nd"]
+    with pytest.raises(KataFormatError, match="both allowed"):
+        _parse(raw)
+
+
+def test_host_reads_are_names_a_kata_may_allow():
+    assert set(HOST_READS) >= {"Tensor.numpy", "Tensor.tolist"}
+
+
+@pytest.fixture()
+def fixture_katas(monkeypatch):
+    monkeypatch.setenv("TRITON_KATA_PATH", str(FIXTURES))
+    catalog._load.cache_clear()
+    yield
+    catalog._load.cache_clear()
+
+
+PADDED = '''
+import torch
+import torch.nn.functional as F
+import triton
+from toy_gemm import matmul_kernel
+
+
+def matmul(a, b):
+    M, K = a.shape
+    N = b.shape[1]
+    pad = (-K) % 32
+    a = F.pad(a, (0, pad))  # allowed by the kata (aten.constant_pad_nd)
+    b = F.pad(b.t(), (0, pad)).t()
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    matmul_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](
+        a, b, c, M, N, K + pad, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+        c.stride(0), c.stride(1), BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
+    return c
+'''
+
+
+def test_gemm_fixture_reference_and_an_allowed_op_grade_clean(fixture_katas, tmp_path):
+    kata = catalog.get_kata("toy_gemm")
+    reference = grade(kata, FIXTURES / "reference" / "toy_gemm.py", "interpret")
+    assert reference.status == "pass" and reference.cheats == [], reference.message
+    solution = tmp_path / "solution.py"
+    solution.write_text(f"import sys\nsys.path.insert(0, {str(FIXTURES / 'reference')!r})\n" + PADDED)
+    padded = grade(kata, solution, "interpret")
+    assert padded.status == "pass" and padded.cheats == [], padded.message

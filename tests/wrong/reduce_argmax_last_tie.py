@@ -1,0 +1,83 @@
+"""Wrong reduce: row_argmax lets a later tile win a tie.
+
+Each tile's maximum and its first index come from tl.max(..., return_indices=True), which is
+right inside a tile, but the running best is replaced when the tile's maximum is >= the best
+so far. When the row maximum appears in two tiles, the later tile's index is returned instead
+of the first. Rows that fit one tile are right.
+"""
+# expect-fail: ties_long
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, N, x_row_stride, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=cols < N, other=0.0)
+        acc += x.to(tl.float32)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def row_argmax_kernel(x_ptr, out_ptr, N, x_row_stride, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    best = tl.full([], float("-inf"), dtype=tl.float32)
+    first = tl.full([], 0, dtype=tl.int32)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=cols < N,
+                    other=float("-inf")).to(tl.float32)
+        m, i = tl.max(x, axis=0, return_indices=True)
+        better = m >= best  # BUG: >= hands ties to the later tile; must be >
+        first = tl.where(better, start + i, first)
+        best = tl.where(better, m, best)
+    tl.store(out_ptr + row, first.to(tl.int64))
+
+
+@triton.jit
+def partial_sum_kernel(x_ptr, partial_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(partial_ptr + pid, tl.sum(x.to(tl.float32), axis=0))
+
+
+@triton.jit
+def final_sum_kernel(partial_ptr, out_ptr, P, BLOCK: tl.constexpr):
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, P, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(partial_ptr + offs, mask=offs < P, other=0.0)
+    tl.store(out_ptr, tl.sum(acc, axis=0))
+
+
+def row_sum(x: torch.Tensor) -> torch.Tensor:
+    M, N = x.shape
+    out = torch.empty(M, dtype=torch.float32, device=x.device)
+    block = min(triton.next_power_of_2(N), 4096)
+    row_sum_kernel[(M,)](x, out, N, x.stride(0), BLOCK_N=block, num_warps=8)
+    return out
+
+
+def row_argmax(x: torch.Tensor) -> torch.Tensor:
+    M, N = x.shape
+    out = torch.empty(M, dtype=torch.int64, device=x.device)
+    block = min(triton.next_power_of_2(N), 4096)
+    row_argmax_kernel[(M,)](x, out, N, x.stride(0), BLOCK_N=block, num_warps=8)
+    return out
+
+
+def total_sum(x: torch.Tensor) -> torch.Tensor:
+    n = x.numel()
+    block = 4096
+    P = triton.cdiv(n, block)
+    partials = torch.empty(P, dtype=torch.float32, device=x.device)
+    out = torch.empty(1, dtype=torch.float32, device=x.device)
+    partial_sum_kernel[(P,)](x, partials, n, BLOCK=block, num_warps=8)
+    final_sum_kernel[(1,)](partials, out, P, BLOCK=1024, num_warps=4)
+    return out
