@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import KATA_NAMES, TESTS
+from conftest import KATA_NAMES, TESTS, kata_of_wrong
 from grader import catalog
 from grader.diagnose import ADVICE, CHEATS, RECLASSIFIED
 from grader.report import render_report
