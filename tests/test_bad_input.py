@@ -173,16 +173,17 @@ def test_junk_on_stdout_cannot_forge_a_result(tmp_path):
 def test_unwritten_output_elements_fail(tmp_path):
     # Writes every element but the last: the poisoned (NaN) remainder must be caught.
     ws = workspace(tmp_path, "\ndef vector_add(x, y):\n    out = torch.empty_like(x)\n"
-                   "    if x.numel() > 1:\n        launch(x[:-1], y[:-1], out[:-1])\n    return out\n")
+                   "    if x.numel() > 1:\n        launch(x[:-1], y[:-1], out[:-1])\n"
+                   "    else:\n        launch(x, y, out)\n    return out\n")
     data = grade_json(ws)
     case = data["tasks"][0]["cases"][0]
     assert case["status"] == "fail" and case["mismatched"] == 1
     assert case["mismatches"][0]["index"] == [case["shape"][0] - 1]
     assert case["mismatches"][0]["got"] == "nan"
     assert "never wrote" in case["message"]
-    # An honest bug: diagnosed, not a cheat (its n = 1 case launches nothing, which is one).
     assert case["diagnosis"] == "tail_wrong" and case["cheat"] is None
     assert "element 999 (the last of 1000) was never written" in case["message"]
+    assert data["cheats"] == []
 
 
 def test_mismatch_lists_indices_got_and_expected(tmp_path):
