@@ -118,7 +118,7 @@ def test_grade_keeps_the_last_grade_and_the_best_in_the_workspace(workspace, fak
     assert invoke("grade", workspace, "--interpret", env={"KATA_NOW": "2026-01-05T10:05:00Z"}).exit_code == 1
     last = json.loads((workspace / ".kata" / "last_grade.json").read_text())
     assert last["status"] == "fail" and last["graded_at"] == "2026-01-05T10:05:00+00:00"
-    assert last["schema"] == "triton-kata/grade/1"
+    assert last["schema"] == "triton-kata/grade/2"
     record = load_record(workspace, "vector_add")
     assert [g["status"] for g in record.grades] == ["pass", "fail"]
     assert record.best["status"] == "pass" and record.passed  # a later failure does not undo a pass
