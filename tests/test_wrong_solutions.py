@@ -61,8 +61,10 @@ def test_wrong_solution_fails_with_a_diagnosis_and_no_cheat(path, grade_interpre
     assert len(codes) == len(set(codes)), "each diagnosis is listed once per code"
     assert all(d["count"] >= 1 and d["message"] and d["advice"] for d in result.diagnoses)
     wanted = expected_diagnoses(path)
-    if wanted:
-        assert set(wanted) & set(codes), f"expected one of {wanted}; got {result.diagnoses}"
+    if wanted and not set(wanted) & set(codes):  # named on a later case than the one that stopped it
+        full = grade_interpret(kata, path)
+        assert full.cheats == [], full.cheats
+        assert set(wanted) & {d["code"] for d in full.diagnoses}, f"expected one of {wanted}; got {full.diagnoses}"
     data = json.loads(json.dumps(result.to_dict(), default=str))
     assert data["cheat"] is None and data["cheats"] == [] and data["diagnoses"] == result.diagnoses
     report = render_report(result, "md")
