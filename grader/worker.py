@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -381,22 +382,21 @@ class CaseRunner:
     def _save(self, outputs: dict):
         """The outputs handed to the checker: CUDA IPC handles on a GPU (the tensors are kept
         alive in self.shared until the parent has the verdict), else plain CPU copies in a file."""
+        leaves = {name: [t.detach() for _, t in flatten(got, name)] if isinstance(got, (list, tuple))
+                  else [got.detach()] for name, got in outputs.items()}
         if self.device == "cuda":
             try:
                 handed = {}
-                for name, got in outputs.items():
-                    leaves = [t for _, t in flatten(got, name)] if isinstance(got, (list, tuple)) else [got]
-                    leaves = [t.detach().contiguous() for t in leaves]
-                    self.shared.extend(leaves)
-                    handed[name] = [handover.share(t) for t in leaves]
+                for name, tensors in leaves.items():
+                    tensors = [t.contiguous() for t in tensors]
+                    self.shared.extend(tensors)
+                    handed[name] = [handover.share(t) for t in tensors]
                 torch.cuda.synchronize()  # the checker reads them from another process
                 return handed
             except Exception:  # noqa: BLE001 - IPC unavailable here: fall back to a file
                 pass
-        plain = {}
-        for name, got in outputs.items():
-            leaves = [t for _, t in flatten(got, name)] if isinstance(got, (list, tuple)) else [got]
-            plain[name] = [t.detach().to("cpu", copy=True).contiguous() for t in leaves]
+        plain = {name: [t.to("cpu", copy=True).contiguous() for t in tensors]
+                 for name, tensors in leaves.items()}
         self.saved += 1
         return handover.save(plain, self.outdir / f"{self.task.name}-{self.saved}.pt")
 
@@ -409,8 +409,6 @@ class CaseRunner:
 
     def baseline_s(self, planned) -> float:
         """Seconds the kata's baseline takes on this case's inputs (for the case's time limit)."""
-        import time
-
         args = [v for v in self.inputs(planned, "/limit").values()]
         baseline = getattr(self.spec, self.task.baseline_fn)
         started = time.perf_counter()
