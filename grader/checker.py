@@ -54,12 +54,13 @@ class Checker:
         truth = getattr(self.spec, task.reference_fn)(**clone(inputs))
         return (truth,) if len(task.outputs) == 1 else tuple(truth)
 
-    def compare(self, task, inputs, saved: dict, truth=None) -> dict:
+    def compare(self, task, inputs, saved: dict, case: str, truth=None) -> dict:
         """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches}; a failure on
         the values also carries `leaf` (the failing tensor, its truth and tolerance), a failure
-        of the structure a `diagnosis`."""
+        of the structure a `diagnosis`. case: the case's name (tolerances may depend on it)."""
+        case = task.case(case)
         if task.property_fn:
-            return judge_property(self.spec, task, [(inputs, saved)], self.device)
+            return judge_property(self.spec, task, [(inputs, saved)], self.device, case)
         truth = truth if truth is not None else self._truth(task, inputs)
         worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
         for output, expected in zip(task.outputs, truth):
@@ -70,15 +71,16 @@ class Checker:
                 return dict(worst, ok=False, message=message,
                             diagnosis=diagnose.Diagnosis("wrong_output", message))
             dtype = output_dtype(output, inputs)
-            tol = task.tolerance(str(dtype).removeprefix("torch."), output)
-            for i, (got, exp) in enumerate(zip(got_leaves, exp_leaves)):
+            tol = task.tolerance(str(dtype).removeprefix("torch."), output, case)
+            scales = self._scales(output, inputs, len(exp_leaves))
+            for i, (got, exp, scale) in enumerate(zip(got_leaves, exp_leaves, scales)):
                 label = f"'{output.name}[{i}]'" if isinstance(expected, (list, tuple)) else f"'{output.name}'"
                 problem = _structure(got, label, dtype, tuple(exp.shape))
                 if problem:
                     return dict(worst, ok=False, message=problem,
                                 diagnosis=diagnose.from_message(problem, "fail"))
                 cmp = compare_values(got.to(self.device), exp, label, mode=output.compare,
-                                     atol=tol.atol, rtol=tol.rtol, ulp=output.ulp)
+                                     atol=tol.atol, rtol=tol.rtol, ulp=output.ulp, scale=scale)
                 for key in ("max_abs_err", "max_rel_err"):
                     value = getattr(cmp, key)
                     if value is not None and (worst[key] is None or value > worst[key]):
@@ -90,8 +92,15 @@ class Checker:
                                 max_rel_err=cmp.max_rel_err, mismatched=cmp.mismatched,
                                 total=cmp.total, mismatches=cmp.mismatches, values=True,
                                 leaf=dict(got=got.to(self.device), expected=exp, mode=output.compare,
-                                          atol=tol.atol, rtol=tol.rtol, ulp=output.ulp))
+                                          atol=tol.atol, rtol=tol.rtol, ulp=output.ulp, scale=scale))
         return dict(worst, ok=True, message="")
+
+    def _scales(self, output, inputs, n_leaves: int) -> list:
+        """Each leaf's magnitude for rtol (the output's `scale` function), or None per leaf."""
+        if not output.scale_fn:
+            return [None] * n_leaves
+        scale = getattr(self.spec, output.scale_fn)(**clone(inputs))
+        return [t for _, t in flatten(scale, output.name)]
 
     def downgraded(self, task, inputs, saved: dict) -> str | None:
         """The lower precision a failing float32 result was computed in, if it shows.
@@ -128,7 +137,7 @@ class Checker:
                       if dtype == "float32" and leaf["got"].dtype == torch.float32 else None)
         return diagnose.analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
                                 rtol=leaf["rtol"], ulp=leaf["ulp"], inputs=inputs,
-                                downgraded=downgraded)
+                                downgraded=downgraded, scale=leaf.get("scale"))
 
     def check_case(self, planned: dict, worker_result: dict) -> dict:
         """The case's result: the worker's structural verdict, then the values."""
@@ -142,17 +151,17 @@ class Checker:
             return self._check_property_case(task, planned, result, files)
         inputs = self._inputs(task, planned["case"], dtype, key, "")
         first = handover.load(files.get("first"))
-        verdict = self.compare(task, inputs, first)
+        verdict = self.compare(task, inputs, first, planned["case"])
         again = handover.load(files.get("again"))
         again_inputs = self._inputs(task, planned["case"], dtype, key, AGAIN)
         if not verdict["ok"]:
             found = self.diagnosis(task, inputs, first, verdict, dtype)
-            if verdict.get("values") and self.compare(task, again_inputs, again)["ok"]:
+            if verdict.get("values") and self.compare(task, again_inputs, again, planned["case"])["ok"]:
                 found = diagnose.Diagnosis("input_dependent_error", (
                     "the first call failed but the second, on other values in the same buffers, "
                     f"passed; on the first: {found.message}"))
             return _fail(result, verdict, _with(verdict["message"], found), found)
-        verdict_again = self.compare(task, again_inputs, again)
+        verdict_again = self.compare(task, again_inputs, again, planned["case"])
         if not verdict_again["ok"]:
             if _same_outputs(first, again):
                 return _fail(result, verdict_again,
@@ -175,9 +184,9 @@ class Checker:
         first, again = handover.load(files.get("first")), handover.load(files.get("again"))
         calls = [(self._inputs(task, case, dtype, key, ""), first),
                  (self._inputs(task, case, dtype, key, AGAIN), again)]
-        verdict = judge_property(self.spec, task, calls, self.device)
+        verdict = judge_property(self.spec, task, calls, self.device, task.case(case))
         if not verdict["ok"]:
-            if _same_outputs(first, again) and judge_property(self.spec, task, calls[:1], self.device)["ok"]:
+            if _same_outputs(first, again) and judge_property(self.spec, task, calls[:1], self.device, task.case(case))["ok"]:
                 return _fail(result, verdict, "called again on the same buffers holding new inputs, "
                              "it returned the first call's result: results are cached across calls",
                              cheat="cached_results")
@@ -208,7 +217,7 @@ class Checker:
                 return {"cheat": "fake_result", "message": "a kept timed output the grader did not ask for"}
             inputs = self._timed_inputs(task, planned, n_sets, call, graph)[index]
             got = handover.load(sample.get("file"))
-            verdict = self.compare(task, inputs, got)
+            verdict = self.compare(task, inputs, got, planned["case"])
             if verdict["ok"]:
                 continue
             if self._stale(task, planned, n_sets, call, graph, index, got):
@@ -242,7 +251,7 @@ class Checker:
             if earlier < -1 or earlier >= call:
                 continue
             inputs = self._timed_inputs(task, planned, n_sets, earlier, graph)[index]
-            if self.compare(task, inputs, got)["ok"]:
+            if self.compare(task, inputs, got, planned["case"])["ok"]:
                 return True
         return False
 

@@ -46,14 +46,16 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mode: str,
-                   atol: float = 0.0, rtol: float = 0.0, ulp: int = 0) -> Comparison:
-    """Compare values of a tensor that already passed check_tensor_type."""
+                   atol: float = 0.0, rtol: float = 0.0, ulp: int = 0,
+                   scale: torch.Tensor | None = None) -> Comparison:
+    """Compare values of a tensor that already passed check_tensor_type. scale: each element's
+    magnitude for rtol (allclose), in place of |expected|."""
     got = got.detach()
     expected = expected.detach().to(got.device)
     total = got.numel()
     if total == 0:
         return Comparison(ok=True, total=0, mismatched=0)
-    close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp)
+    close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp, scale=scale)
 
     finite_diff = diff[torch.isfinite(diff)]
     max_abs = float(finite_diff.max()) if finite_diff.numel() else None
@@ -74,12 +76,14 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
         result.mismatches = [
             {"index": i, "got": _scalar(g[tuple(i)]), "expected": _scalar(e[tuple(i)])} for i in idx
         ]
-        result.message = _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp)
+        result.message = _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp,
+                                           scaled=scale is not None)
     return result
 
 
 def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: float = 0.0,
-               rtol: float = 0.0, ulp: int = 0) -> tuple[torch.Tensor, ...]:
+               rtol: float = 0.0, ulp: int = 0,
+               scale: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
     """(close, got, expected, |got - expected|), elementwise, the last three as float64: the
     rule compare_values applies, for callers that need to know which elements failed."""
     expected = expected.to(got.device)
@@ -88,7 +92,8 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
         e = expected.double()
         diff = (g - e).abs()
         finite_e = torch.isfinite(e)
-        close = torch.where(finite_e, (diff <= atol + rtol * e.abs()) & torch.isfinite(g), g == e)
+        magnitude = e.abs() if scale is None else scale.to(g.device, torch.float64).abs().expand_as(e)
+        close = torch.where(finite_e, (diff <= atol + rtol * magnitude) & torch.isfinite(g), g == e)
     elif mode == "exact":
         e_rounded = expected.to(got.dtype)
         close = _bits(got) == _bits(e_rounded)
@@ -103,9 +108,10 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
     return close, g, e, diff
 
 
-def _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp) -> str:
+def _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp, scaled=False) -> str:
     pct = 100.0 * n_bad / total
-    rule = {"allclose": f"atol={atol:g}, rtol={rtol:g}", "exact": "exact match",
+    of = " of the summed magnitude" if scaled else ""
+    rule = {"allclose": f"atol={atol:g}, rtol={rtol:g}{of}", "exact": "exact match",
             "ulp": f"within {ulp} ULP"}[mode]
     msg = f"{label}: {n_bad} of {total} elements ({pct:.3g}%) out of tolerance ({rule})"
     nan_bad = int((torch.isnan(g) & bad).sum())

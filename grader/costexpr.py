@@ -1,12 +1,14 @@
 """Safe evaluation of the cost expressions in kata.yaml ("2 * M * N * itemsize").
 
-Only numbers, names bound by the case, + - * / // ** % and parentheses are allowed: a kata
-file must never be able to run code.
+Only numbers, names bound by the case, + - * / // ** % and parentheses are allowed, and (for
+tolerance rules, "2e-3 * sqrt(K / 64)") the functions in FUNCTIONS: a kata file must never be
+able to run code.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 
 _BINARY = {
@@ -16,16 +18,23 @@ _BINARY = {
 }
 
 
+FUNCTIONS = {"sqrt": math.sqrt, "log2": math.log2, "min": min, "max": max}
+
+
 class CostExpressionError(ValueError):
     pass
 
 
 def evaluate(expression: str, names: dict) -> float:
+    return _eval(parse(expression).body, names, expression)
+
+
+def parse(expression: str) -> ast.Expression:
+    """The expression's tree; raises CostExpressionError when it is not valid Python."""
     try:
-        tree = ast.parse(str(expression), mode="eval")
+        return ast.parse(str(expression), mode="eval")
     except SyntaxError as exc:
         raise CostExpressionError(f"cannot parse '{expression}': {exc.msg}") from None
-    return _eval(tree.body, names, expression)
 
 
 def _eval(node: ast.AST, names: dict, expression: str) -> float:
@@ -39,4 +48,11 @@ def _eval(node: ast.AST, names: dict, expression: str) -> float:
         return _BINARY[type(node.op)](_eval(node.left, names, expression), _eval(node.right, names, expression))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_eval(node.operand, names, expression)
-    raise CostExpressionError(f"'{expression}': only arithmetic on numbers and case fields is allowed")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS \
+            and node.args and not node.keywords:
+        args = [_eval(a, names, expression) for a in node.args]
+        try:
+            return FUNCTIONS[node.func.id](*args)
+        except (TypeError, ValueError) as exc:
+            raise CostExpressionError(f"'{expression}': {node.func.id}{tuple(args)} fails: {exc}") from None
+    raise CostExpressionError(f"'{expression}': only arithmetic on numbers and case fields (and sqrt, log2, min, max) is allowed")

@@ -190,14 +190,15 @@ LISTED_ROWS = 5
 
 def analyse(got: torch.Tensor, expected: torch.Tensor, *, mode: str = "allclose",
             atol: float = 0.0, rtol: float = 0.0, ulp: int = 0, inputs: dict | None = None,
-            downgraded: Callable[[], str | None] | None = None) -> Diagnosis:
+            downgraded: Callable[[], str | None] | None = None,
+            scale: torch.Tensor | None = None) -> Diagnosis:
     """What a failing output shows, next to its ground truth (same shape and dtype as asked).
 
     inputs: the case's inputs (tensors of the output's shape give each row's magnitude);
     downgraded: called to ask whether a float32 result was computed in a lower precision.
     """
     got, expected = got.detach(), expected.detach().to(got.device)
-    close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp)
+    close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp, scale=scale)
     n = got.numel()
     cols = got.shape[-1] if got.dim() >= 1 and got.shape[-1] else 1
     rows = max(1, n // cols)

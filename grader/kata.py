@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from grader.allowed_ops import HOST_READS, is_op_name
-from grader.costexpr import CostExpressionError, evaluate
+from grader.costexpr import CostExpressionError, evaluate, parse
 from grader.limits import GRADE_LIMIT_S
 
 MODES = ("interpret", "gpu")
@@ -48,8 +48,24 @@ class KataFormatError(ValueError):
 
 @dataclass(frozen=True)
 class Tolerance:
-    atol: float
-    rtol: float
+    """atol and rtol: numbers, or expressions over the case's fields ("2e-3 * sqrt(K / 64)") for
+    errors that grow with the case's reduction length; `resolved` turns them into numbers."""
+
+    atol: float | str
+    rtol: float | str
+
+    @property
+    def depends_on_case(self) -> bool:
+        return isinstance(self.atol, str) or isinstance(self.rtol, str)
+
+    def resolved(self, params: dict | None) -> "Tolerance":
+        """Numbers for this case (params: the case's fields)."""
+        if not self.depends_on_case:
+            return self
+        if params is None:
+            raise ValueError(f"tolerance {self} depends on the case, and no case was given")
+        return Tolerance(*(float(evaluate(v, params)) if isinstance(v, str) else v
+                           for v in (self.atol, self.rtol)))
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,11 @@ class OutputSpec:
     # This output's own {dtype: Tolerance}, overriding the task's: for an output whose error
     # grows with a different reduction than the others' (a weight gradient summed over rows).
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
+    # spec.py function giving each element's magnitude for the rule |got - expected| <= atol +
+    # rtol * scale, in place of rtol * |expected|: for sums, the sum of the terms' absolute values
+    # (the bound of any summation order's rounding error), so a result that cancels to near 0 is
+    # still judged by the size of what was summed.
+    scale_fn: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,14 +142,20 @@ class Task:
     def inplace(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.outputs if o.inplace)
 
-    def tolerance(self, dtype: str, output: OutputSpec | None = None) -> Tolerance:
-        """The tolerance for an output of this dtype: the output's own, else the task's."""
+    def tolerance(self, dtype: str, output: OutputSpec | None = None,
+                  case: "Case | None" = None) -> Tolerance:
+        """The tolerance for an output of this dtype: the output's own, else the task's; with a
+        case, expressions are evaluated over its fields (without one, they stay as written)."""
         if output is not None and dtype in output.tolerances:
-            return output.tolerances[dtype]
-        if dtype in self.tolerances:
-            return self.tolerances[dtype]
-        atol, rtol = DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
-        return Tolerance(atol, rtol)
+            tol = output.tolerances[dtype]
+        elif dtype in self.tolerances:
+            tol = self.tolerances[dtype]
+        else:
+            tol = Tolerance(*DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0)))
+        return tol.resolved(case.params) if case is not None else tol
+
+    def case(self, name: str) -> "Case":
+        return next(c for c in self.cases if c.name == name)
 
     def skip_reason(self, mode: str, dtype: str, case: Case) -> str | None:
         """Why this case cannot run in this mode, or None when it runs."""
@@ -211,8 +238,13 @@ def _parse_output(raw: Any, args: tuple[str, ...], inplace: bool, where: str) ->
     if compare not in ("allclose", "exact", "ulp"):
         raise KataFormatError(f"{where}: compare must be allclose, exact or {{ulp: N}}")
     tolerances = _parse_tolerances(raw.get("tolerance"), f"{where}, output '{name}'")
+    scale_fn = raw.get("scale")
+    if scale_fn is not None and (not isinstance(scale_fn, str) or not scale_fn.isidentifier()):
+        raise KataFormatError(f"{where}, output '{name}': scale must name a function in spec.py")
+    if scale_fn is not None and compare != "allclose":
+        raise KataFormatError(f"{where}, output '{name}': scale applies to allclose outputs only")
     return OutputSpec(name=name, dtype=dtype, compare=compare, ulp=ulp, inplace=inplace,
-                      tolerances=tolerances)
+                      tolerances=tolerances, scale_fn=scale_fn)
 
 
 def _parse_tolerances(raw: Any, where: str) -> dict[str, Tolerance]:
@@ -226,8 +258,28 @@ def _parse_tolerances(raw: Any, where: str) -> dict[str, Tolerance]:
         _check_dtype(dtype, where)
         if not isinstance(tol, dict) or "atol" not in tol or "rtol" not in tol:
             raise KataFormatError(f"{where}: tolerance for {dtype} needs atol and rtol")
-        tolerances[dtype] = Tolerance(float(tol["atol"]), float(tol["rtol"]))
+        tolerances[dtype] = Tolerance(*(_tolerance_value(tol[k], f"{where}: tolerance for {dtype}, {k}")
+                                        for k in ("atol", "rtol")))
     return tolerances
+
+
+def _tolerance_value(raw: Any, where: str) -> float | str:
+    """A number, or an expression over the case's fields (checked per case once parsed)."""
+    if isinstance(raw, bool):
+        raise KataFormatError(f"{where}: must be a number or an expression, not {raw!r}")
+    if isinstance(raw, (int, float)):
+        return float(raw)
+    if isinstance(raw, str):
+        try:
+            return float(raw)  # YAML reads 1e-3 (no dot) as a string
+        except ValueError:
+            pass
+        try:
+            parse(raw)
+        except CostExpressionError as exc:
+            raise KataFormatError(f"{where}: {exc}") from None
+        return raw
+    raise KataFormatError(f"{where}: must be a number or an expression, not {raw!r}")
 
 
 def _parse_case(raw: dict, task_dtypes: tuple[str, ...], hidden: bool, where: str) -> Case:
@@ -292,6 +344,7 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
         property_fn=_parse_check(raw.get("check"), where),
     )
     _check_cost_expressions(task, where)
+    _check_tolerance_expressions(task, where)
     return task
 
 
@@ -318,6 +371,22 @@ def _parse_check(raw: Any, where: str) -> str | None:
         raise KataFormatError(f"{where}: check must be {{property: FUNCTION}}, FUNCTION a function "
                               "in spec.py that judges the outputs")
     return raw["property"]
+
+
+def _check_tolerance_expressions(task: Task, where: str) -> None:
+    """Every tolerance expression evaluates, to a number >= 0, on every case."""
+    rules = [(f"tolerance for {d}", t) for d, t in task.tolerances.items()]
+    rules += [(f"output '{o.name}', tolerance for {d}", t) for o in task.outputs for d, t in o.tolerances.items()]
+    for case in task.cases:
+        for label, tol in rules:
+            if not tol.depends_on_case:
+                continue
+            try:
+                resolved = tol.resolved(case.params)
+            except CostExpressionError as exc:
+                raise KataFormatError(f"{where}, case '{case.name}': {label}: {exc}") from None
+            if not (resolved.atol >= 0 and resolved.rtol >= 0):
+                raise KataFormatError(f"{where}, case '{case.name}': {label} is negative: {resolved}")
 
 
 def _check_cost_expressions(task: Task, where: str) -> None:

@@ -33,7 +33,7 @@ from grader.inputs import output_dtype
 FIGURES = ("max_abs_err", "max_rel_err", "mismatched", "total")
 
 
-def judge(spec, task, calls: list[tuple[dict, dict]], device: str) -> dict:
+def judge(spec, task, calls: list[tuple[dict, dict]], device: str, case=None) -> dict:
     """The checker's verdict {ok, message, max_abs_err, max_rel_err, mismatched, total} on
     calls = [(inputs, saved outputs), ...] of a task that declares a property check."""
     prepared = []
@@ -55,7 +55,7 @@ def judge(spec, task, calls: list[tuple[dict, dict]], device: str) -> dict:
     first_inputs = calls[0][0]
     tolerance = {}
     for output in task.outputs:
-        tol = task.tolerance(_name(output_dtype(output, first_inputs)))
+        tol = task.tolerance(_name(output_dtype(output, first_inputs)), output, case)
         tolerance[output.name] = (tol.atol, tol.rtol)
     try:
         raw = getattr(spec, task.property_fn)(prepared, tolerance)

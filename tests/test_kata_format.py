@@ -98,9 +98,9 @@ def test_the_checker_grades_an_output_by_its_own_tolerance():
     truth = (torch.zeros(2, 3, dtype=torch.float64), torch.zeros(3, dtype=torch.float64))
     # 5e-3 off: inside dweight's own atol (1e-2), far outside the task's float32 atol (1e-5).
     saved = {"dx": [torch.zeros(2, 3)], "dweight": [torch.full((3,), 5e-3)]}
-    assert checker.compare(task, inputs, saved, truth)["ok"]
+    assert checker.compare(task, inputs, saved, task.cases[0].name, truth)["ok"]
     saved = {"dx": [torch.full((2, 3), 5e-3)], "dweight": [torch.zeros(3)]}
-    verdict = checker.compare(task, inputs, saved, truth)
+    verdict = checker.compare(task, inputs, saved, task.cases[0].name, truth)
     assert not verdict["ok"] and "'dx'" in verdict["message"]
 
 
@@ -266,3 +266,73 @@ def test_documented_property_function_sketch_dropout():
     other = torch.where(~keep, 2 * x, 0.0)
     assert "same seed" in check([call(right), call(other)], tol)["message"]
     assert check([call(right), call(other, seed=8)], tol)["ok"]
+
+
+def _scan_example(**tolerance):
+    raw = {raw["name"]: raw for raw in documented_examples()}["scan_example"]
+    if tolerance:
+        raw = yaml.safe_load(yaml.safe_dump(raw))
+        raw["tasks"][0]["tolerance"] = {"float32": tolerance}
+    return parse_kata(raw, Path("katas/scan_example"), Path("r.py")).tasks[0]
+
+
+def test_a_tolerance_expression_is_evaluated_per_case():
+    import math
+    task = _scan_example()
+    small, long_row = task.cases
+    assert task.tolerance("float32", case=small).rtol == pytest.approx(1e-6 * math.log2(1000))
+    assert task.tolerance("float32", case=long_row).rtol == pytest.approx(24e-6)
+    assert task.tolerance("float32", case=small).atol == 1e-6
+    assert task.tolerance("float32").rtol == "1e-6 * max(1, log2(N))"  # no case: as written
+    assert task.outputs[0].scale_fn == "summed_magnitude"
+
+
+@pytest.mark.parametrize("rule, error", [
+    ({"atol": 0, "rtol": "1e-6 * K"}, "case 'small'.*'K'"),
+    ({"atol": 0, "rtol": "__import__('os')"}, "only arithmetic"),
+    ({"atol": 0, "rtol": "1e-6 *"}, "cannot parse"),
+    ({"atol": "-1e-3 * N", "rtol": 0}, "negative"),
+    ({"atol": True, "rtol": 0}, "number or an expression"),
+])
+def test_a_bad_tolerance_expression_is_refused_when_the_kata_loads(rule, error):
+    with pytest.raises(KataFormatError, match=error):
+        _scan_example(**rule)
+
+
+def test_the_scale_judges_a_cancelling_sum_by_its_terms():
+    import torch
+
+    from grader.checker import Checker
+    task = _scan_example()
+    checker = Checker.__new__(Checker)
+    checker.device = "cpu"
+    x = torch.tensor([[1000.0, -1000.0, 1e-3]])
+
+    class Spec:
+        @staticmethod
+        def summed_magnitude(x):
+            return x.double().abs().cumsum(-1)
+    checker.spec = Spec
+    truth = (x.double().cumsum(-1),)
+    # The running sum after two terms is 0; a float32 scan may leave ~1e-4 there. Judged by
+    # |expected| that fails; judged by the 2000 summed, it is well inside rtol.
+    got = {"out": [truth[0].float() + torch.tensor([[0.0, 1e-4, 1e-4]])]}
+    assert checker.compare(task, {"x": x}, got, "small", truth)["ok"]
+    raw = {raw["name"]: raw for raw in documented_examples()}["scan_example"]
+    raw = yaml.safe_load(yaml.safe_dump(raw))
+    raw["tasks"][0]["returns"] = [{"name": "out"}]
+    no_scale = parse_kata(raw, Path("katas/scan_example"), Path("r.py")).tasks[0]
+    verdict = checker.compare(no_scale, {"x": x}, got, "small", truth)
+    assert not verdict["ok"]
+    # A real error is still caught under the scale.
+    bad = {"out": [truth[0].float() + torch.tensor([[0.0, 0.5, 0.0]])]}
+    verdict = checker.compare(task, {"x": x}, bad, "small", truth)
+    assert not verdict["ok"] and "of the summed magnitude" in verdict["message"]
+
+
+def test_cost_expressions_refuse_calls_outside_the_safe_set():
+    assert evaluate("sqrt(K) * 2", {"K": 16}) == 8.0
+    with pytest.raises(CostExpressionError):
+        evaluate("open('x')", {})
+    with pytest.raises(CostExpressionError):
+        evaluate("sqrt(-1)", {})
