@@ -161,10 +161,16 @@ class Referee(threading.Thread):
         if self._turns is not None and request.get("phase", "case") == "case" and not self._in_case:
             self._turns.case_begin()  # the case's clock starts once it has its turn
             self._in_case = True
+        phase = request.get("phase", "case")
         with self._lock:
-            self.current = {"key": key, "phase": request.get("phase", "case"),
-                            "started": time.monotonic(), "limit_s": float(limit)}
-        self.progress({"type": "start", "key": key, "phase": request.get("phase", "case")})
+            again = self.current is not None and (self.current["key"], self.current["phase"]) == (key, phase)
+            if again:  # the limit, now known (the worker starts a case before it times the baseline)
+                self.current["limit_s"] = float(limit)
+            else:
+                self.current = {"key": key, "phase": phase, "started": time.monotonic(),
+                                "limit_s": float(limit)}
+        if not again:
+            self.progress({"type": "start", "key": key, "phase": phase})
         return {}
 
     def _on_case(self, request, key):

@@ -38,7 +38,7 @@ from grader.guardbands import GuardedFactories, guarded_copy
 from grader.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
 from grader.inputs import AGAIN, case_seed, flatten, make_case_inputs, output_dtype
 from grader.kata import load_kata
-from grader.limits import case_limit_s, timing_limit_s
+from grader.limits import CASE_CAP_S, case_limit_s, timing_limit_s
 from grader.timing import floor_ms, measure_ceilings, slow_first_calls, time_pair
 
 FATAL_CUDA_MARKERS = ("CUDA error", "illegal memory access", "illegal instruction",
@@ -538,9 +538,12 @@ def main(request_path: str) -> int:
     try:
         for planned in plan:
             runner = runners[planned["task"]]
+            reporter.emit({"type": "start", "key": planned["key"]})
+            # The case's turn on the GPU starts before the baseline is run to set its limit: a
+            # grade timing beside this one (selftest) must not share the GPU with it either.
+            line.ask("start", key=planned["key"], phase="case", limit_s=cap or CASE_CAP_S)
             limit = case_limit_s(mode, planned["task"] not in compiled, runner.baseline_s(planned), cap)
             compiled.add(planned["task"])
-            reporter.emit({"type": "start", "key": planned["key"]})
             line.ask("start", key=planned["key"], phase="case", limit_s=limit)
             result = runner.run_case(planned)
             if result["status"] != "ran":
