@@ -536,7 +536,10 @@ def main(request_path: str) -> int:
     compiled: set[str] = set()
     cap = request.get("case_cap_s")
     try:
+        given_up: set[str] = set()  # tasks whose remaining cases the parent said to skip
         for planned in plan:
+            if planned["task"] in given_up:
+                continue
             runner = runners[planned["task"]]
             reporter.emit({"type": "start", "key": planned["key"]})
             # The case's turn on the GPU starts before the baseline is run to set its limit: a
@@ -553,6 +556,9 @@ def main(request_path: str) -> int:
             runner.release(result.get("outputs") or {})
             if answer.get("stop"):
                 break
+            if answer.get("skip_task"):
+                given_up.add(planned["task"])
+                failed_tasks.add(planned["task"])
         # Correctness first: a submission that is already wrong is not timed (unless asked).
         if device == "cuda" and line.ask("time").get("time"):
             for planned in plan:
