@@ -131,11 +131,18 @@ def output_bytes(tensors) -> int:
 
 class PeakMeter:
     """The peak of the CUDA caching allocator's allocated bytes during a call, net of what the
-    grader allocates in it. Inactive (every figure 0) on the CPU or when no budget applies."""
+    grader allocates in it. Inactive (every figure 0) on the CPU or when no budget applies.
+
+    `peak` is kept net of the grader's bytes that existed when it was reached: the guard bands
+    of tensors made later do not shrink a peak reached before them."""
 
     def __init__(self, active: bool):
         self.active = active
         self.before = self.peak = self.grader_bytes = 0
+
+    def _read_peak(self) -> None:
+        import torch
+        self.peak = max(self.peak, torch.cuda.max_memory_allocated() - self.grader_bytes)
 
     def start(self) -> None:
         if not self.active:
@@ -151,7 +158,7 @@ class PeakMeter:
             return
         import torch
         torch.cuda.synchronize()
-        self.peak = max(self.peak, torch.cuda.max_memory_allocated())
+        self._read_peak()
 
     @contextmanager
     def excluded(self):
@@ -161,7 +168,7 @@ class PeakMeter:
             yield
             return
         import torch
-        self.peak = max(self.peak, torch.cuda.max_memory_allocated())
+        self._read_peak()
         entered = torch.cuda.memory_allocated()
         try:
             yield
@@ -172,4 +179,4 @@ class PeakMeter:
     @property
     def extra(self) -> int:
         """Peak bytes allocated beyond those before the call, less the grader's own."""
-        return max(0, self.peak - self.before - self.grader_bytes)
+        return max(0, self.peak - self.before)
