@@ -128,7 +128,8 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, ignore_index: int)
 
     count_valid_kernel[(1,)](target, count, n_rows, ignore_index, BLOCK=SMALL_BLOCK)
     if n_rows and n_cols:
-        block = min(MAX_BLOCK, triton.next_power_of_2(n_cols))
+        # At least 128 lanes (one per thread of a 4-warp program); padding lanes are masked.
+        block = min(MAX_BLOCK, max(128, triton.next_power_of_2(n_cols)))
         # About 32 values per thread for the big blocks; at least 4 warps for the small ones.
         num_warps = min(16, max(4, block // 1024))
         cross_entropy_fwd_bwd_kernel[(n_rows,)](
