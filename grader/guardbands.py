@@ -54,6 +54,10 @@ def guarded_copy(t: torch.Tensor, label: str = "") -> tuple[torch.Tensor, Guarde
 
 class GuardedFactories(TorchDispatchMode):
     """While active, tensors made by the factories above come back inside guarded storage."""
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # no torch._dynamo import on the first op (grader.guards says why)
+
 
     def __init__(self, pause=nullcontext):
         super().__init__()

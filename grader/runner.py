@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -68,12 +69,16 @@ def default_mode() -> str:
 def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,
           timeout_s: float | None = None, memory_gib: float | None = None,
           protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
-          progress=None, case_timeout_s: float | None = None, turns=None) -> GradeResult:
+          progress=None, case_timeout_s: float | None = None, turns=None,
+          only_cases: Sequence[str] | None = None) -> GradeResult:
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
     fail_fast: stop at the first failing case. keep_going: time the bench cases even when a
     case failed (by default a wrong submission is not timed). progress(event): told of each
     case as it starts and ends ({"type": "start"|"case", "key", "phase", "status"}).
+    only_cases: run only the cases of these names (in every task that has one), to rerun a
+    failing case in seconds; such a grade is partial (result.only_cases says so). An unknown
+    name raises ValueError.
     """
     submission = Path(submission).resolve()
     mode = mode or default_mode()
@@ -83,6 +88,8 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
         memory_bytes=int(memory_gib * watchdog.GIB) if memory_gib else watchdog.default_memory_bytes(),
         processes=MAX_PROCESSES, output_bytes=OUTPUT_CAP_BYTES)
     plan = build_plan(kata, mode)
+    if only_cases:
+        plan = select_cases(kata, plan, only_cases)
     started = time.monotonic()
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
                "case_cap_s": case_timeout_s or timeout_s, "turns": turns}
@@ -94,7 +101,19 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
             trace.write(f"{time.monotonic() - started:8.3f} end\n")
     result = _assemble(kata, submission, mode, seed, plan, run, limits)
     result.duration_s = round(time.monotonic() - started, 2)
+    if only_cases:
+        result.only_cases = sorted(set(only_cases))
     return result
+
+
+def select_cases(kata: Kata, plan: list[PlannedCase], names: Sequence[str]) -> list[PlannedCase]:
+    """The planned cases named in `names`; ValueError naming the kata's cases for a name it lacks."""
+    known = {c.name for t in kata.tasks for c in t.cases}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise ValueError(f"{kata.name} has no case named {', '.join(unknown)}; its cases: "
+                         f"{', '.join(sorted(known))}")
+    return [p for p in plan if p.case in set(names)]
 
 
 def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
