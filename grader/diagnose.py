@@ -104,6 +104,11 @@ ADVICE = {
                    "torch.empty_like(x)); compute in float32 inside the kernel and cast on the store",
     "wrong_shape": "allocate the output with the shape the kata asks for",
     "wrong_output": "return what the kata's signature says: plain tensors, as many as it lists",
+    "memory_budget": "the call allocated more scratch memory than the kata's budget allows: "
+                     "look for a copy of an input in a wider dtype (x.float()), an intermediate as "
+                     "large as the input (a softmax, an exp, a buffer per element), or PyTorch "
+                     "temporaries; keep each row in registers and stream it block by block, "
+                     "allocating only the outputs and small per-row or per-program buffers",
     "exception": "the traceback shows where; Triton compile errors name the kernel line",
     "not_implemented": "the stub is not filled in yet",
     "failed_while_timed": "the traceback shows where; it ran while timed on the bench shapes",
@@ -158,6 +163,7 @@ _STRUCTURE = [  # (pattern in the message, code): the worker's and checker's own
     (re.compile(r" has dtype \S+, expected "), "wrong_dtype"),
     (re.compile(r" has shape \(.*\), expected "), "wrong_shape"),
     (re.compile(r" is on \S+, expected "), "wrong_device"),
+    (re.compile(r"^peak extra GPU memory .* exceeds the budget"), "memory_budget"),
 ]
 
 
