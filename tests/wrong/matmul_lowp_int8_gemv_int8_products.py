@@ -68,7 +68,7 @@ def gemv_kernel(a_ptr, b_ptr, c_ptr, N, K, stride_am, stride_ak, stride_bk, stri
 def _matmul(a, b, c, a_scale, b_scale, scaled):
     M, K = a.shape
     N = b.shape[1]
-    BLOCK_M, BLOCK_N, BLOCK_K = 32, 32, 32
+    BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 64
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
     matmul_kernel[grid](a, b, c, a_scale, b_scale, M, N, K,
                         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),

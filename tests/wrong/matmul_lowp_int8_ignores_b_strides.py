@@ -49,7 +49,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, M, N, K,
 def _matmul(a, b, c, a_scale, b_scale, scaled):
     M, K = a.shape
     N = b.shape[1]
-    BLOCK_M, BLOCK_N, BLOCK_K = 32, 32, 32
+    BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 64
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
     # BUG: b's strides taken as those of a contiguous (K, N) tensor, whatever its layout.
     matmul_kernel[grid](a, b, c, a_scale, b_scale, M, N, K,
