@@ -8,6 +8,7 @@ values over K = 2048 reach ~2.5e7, and the result is off by one or two. tl.dot o
 already returns an exact int32: keep the accumulator int32.
 """
 # expect-fail: large_sums
+# expect-diagnosis: wrong_values
 
 import torch
 import triton

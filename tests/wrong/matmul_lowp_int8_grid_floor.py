@@ -5,6 +5,7 @@ triton.cdiv(M, BLOCK_M), with the tail rows masked.
 """
 # expect-fail: k_tail
 # expect-fail: m_small
+# expect-diagnosis: rows_wrong
 
 import torch
 import triton
