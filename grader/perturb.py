@@ -40,9 +40,24 @@ class Perturber:
             last = t.shape[-1]
             start = index[-1]
             stop = min(last, start + 1 + self.rng.randrange(SPAN))
-            t[tuple(index[:-1])][start:stop].mul_(0.5)
+            _halve(t[tuple(index[:-1])][start:stop])
         else:
-            t.mul_(0.5)
+            _halve(t)
+
+
+# Float dtypes torch has no arithmetic kernels for (mul_ raises "not implemented" on the CPU and
+# on CUDA): their span is halved through float32. Halving is exact there but for subnormals,
+# which round to nearest even, the same on every device.
+_NO_ARITHMETIC = {getattr(torch, name) for name in (
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+    if hasattr(torch, name)}
+
+
+def _halve(span: torch.Tensor) -> None:
+    if span.dtype in _NO_ARITHMETIC:
+        span.copy_((span.float() * 0.5).to(span.dtype))
+    else:
+        span.mul_(0.5)
 
 
 def replay(sets: list, seed: int, calls: int, per_call_all_sets: bool) -> None:

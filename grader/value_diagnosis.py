@@ -18,6 +18,7 @@ from grader.diagnose import Diagnosis
 
 LARGE_INPUT = 50.0  # |x| from which exp (and, summed, squares in float16) start to overflow
 SCALE_SPREAD = 1e-3  # a factor is "the same" across a row when it varies less than this (relative)
+NO_FACTOR = 1e-6  # a row "off by a factor" closer to 1 than this (and than rtol) is not called one
 LISTED_ROWS = 5
 
 
@@ -256,12 +257,15 @@ def _scaled(wrong, g, e, atol: float, rtol: float, s: _Shape) -> Diagnosis | Non
     valid = torch.isfinite(g) & torch.isfinite(e) & (e.abs() > max(atol, 1e-30))
     ratio = torch.where(valid, g / torch.where(valid, e, torch.ones_like(e)), torch.zeros_like(e))
     spread = max(SCALE_SPREAD, 4 * rtol)
+    # A factor within a millionth of 1 is no factor: an exactly compared integer sum off by one
+    # unit in 2.5e7 (a float32 accumulator) has rows "all off by 1.0000000", which says nothing.
+    unit = max(rtol, NO_FACTOR)
 
     def constant(dim: int, lines: torch.Tensor):
         count = valid.sum(dim=dim)
         hi = torch.where(valid, ratio, torch.full_like(ratio, -math.inf)).amax(dim=dim)
         lo = torch.where(valid, ratio, torch.full_like(ratio, math.inf)).amin(dim=dim)
-        same = (count >= 2) & ((hi - lo).abs() <= spread * hi.abs()) & ((hi - 1).abs() > rtol)
+        same = (count >= 2) & ((hi - lo).abs() <= spread * hi.abs()) & ((hi - 1).abs() > unit)
         return bool(same[lines].all()) and bool(lines.any()), lo[lines], hi[lines]
 
     wrong_rows = wrong.any(dim=1)
