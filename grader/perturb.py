@@ -1,7 +1,9 @@
 """The change made to a timed input before every call, replayable from a seed.
 
 Before each timed call of the submission, a short run of elements of one floating-point input is
-halved (stays finite, keeps its sign: valid wherever the input was), so no call sees the
+halved (stays finite, keeps its sign: valid wherever the input was); a kata with no float input
+(an INT8 GEMM) has an integer one halved toward zero instead (it keeps its sign and its range, so
+a valid index stays valid). So no call sees the
 contents of an earlier one and a cache keyed on the contents misses. The changes come from a
 `random.Random` seeded per case, consumed by the submission's calls alone, so the trusted
 checker can replay them and rebuild the exact inputs of any timed call it is asked to verify.
@@ -32,6 +34,8 @@ class Perturber:
 
     def __call__(self, args) -> None:
         floats = [t for t in tensors(args) if t.is_floating_point() and t.numel()]
+        if not floats:  # integers only: halving toward zero keeps them valid
+            floats = [t for t in tensors(args) if t.dtype != torch.bool and t.numel()]
         if not floats:
             return
         t = floats[self.rng.randrange(len(floats))]
@@ -54,7 +58,9 @@ _NO_ARITHMETIC = {getattr(torch, name) for name in (
 
 
 def _halve(span: torch.Tensor) -> None:
-    if span.dtype in _NO_ARITHMETIC:
+    if not span.is_floating_point():
+        span.div_(2, rounding_mode="trunc")
+    elif span.dtype in _NO_ARITHMETIC:
         span.copy_((span.float() * 0.5).to(span.dtype))
     else:
         span.mul_(0.5)

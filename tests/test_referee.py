@@ -181,6 +181,29 @@ def test_fp8_inputs_are_perturbed_and_replayed():
     assert all(torch.equal(g.view(torch.uint8), w.view(torch.uint8)) for g, w in zip(rebuilt[0], live))
 
 
+def test_integer_only_inputs_are_halved_toward_zero_and_floats_win():
+    # An INT8 GEMM has no float input: its int8 operands change instead, and stay in range.
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randint(-128, 128, (9, 80), generator=gen, dtype=torch.int8)
+    b = torch.randint(-128, 128, (80, 7), generator=gen, dtype=torch.int8)
+    live = (a.clone(), b.clone())
+    perturb = Perturber(5)
+    for _ in range(20):
+        perturb(live)
+    assert any(not torch.equal(x, y) for x, y in zip((a, b), live))
+    for before, after in zip((a, b), live):
+        assert bool((after.abs() <= before.abs()).all() & ((after == 0) | (after.sign() == before.sign())).all())
+    rebuilt = [(a.clone(), b.clone())]
+    replay(rebuilt, 5, 19, per_call_all_sets=False)
+    assert all(torch.equal(g, w) for g, w in zip(rebuilt[0], live))
+    # With a float input beside them, indices are never touched.
+    indices, weight = torch.arange(50), torch.randn(50, 4, generator=gen)
+    live = (indices.clone(), weight.clone())
+    for _ in range(20):
+        perturb(live)
+    assert torch.equal(live[0], indices) and not torch.equal(live[1], weight)
+
+
 def test_a_grade_that_times_has_the_gpu_to_itself():
     import threading
     import time
