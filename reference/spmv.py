@@ -23,12 +23,17 @@ price is bookkeeping:
    the program's rows [bound[p], bound[p + 1]] (those few crow_indices stay in the L1 cache).
    spmm instead walks the program's rows in windows of RB rows and counts, for each nonzero, the
    row ends at or before it.
-3. The sums per row, a *segmented* sum (a sum that restarts at every row). spmv runs a segmented
-   inclusive scan, `tl.associative_scan` over (product, row) pairs with
-   combine((a, ra), (b, rb)) = (a + b if ra == rb else b, rb): at the last nonzero of each row
-   the scan holds the row's sum. spmm multiplies by a 0/1 matrix instead: with onehot[j, i] = 1
-   when nonzero i lies in row j of the window, the window's rows are
-   onehot @ (values[:, None] * B[col, :]), one tl.dot on the tensor cores.
+3. The sums per row, a *segmented* sum (a sum that restarts at every row). spmv takes the
+   inclusive prefix sum of the block's products (tl.cumsum) and, at the last nonzero of each row,
+   subtracts the prefix just before the row's first nonzero (tl.gather fetches it from another
+   lane). The prefix is float64: the difference of two prefixes loses ~1e-16 of the whole
+   block's magnitude, where a float32 prefix would lose ~1e-7 of it, far more than a short row
+   among long ones may lose. (tl.associative_scan over (product, row) pairs with
+   combine((a, ra), (b, rb)) = (a + b if ra == rb else b, rb) is the other classic, in float32
+   and exact in its segments; it is as fast on a GPU, and very slow on the Triton interpreter.)
+   spmm multiplies by a 0/1 matrix instead: with onehot[j, i] = 1 when nonzero i lies in row j
+   of the window, the window's rows are onehot @ (values[:, None] * B[col, :]), one tl.dot on
+   the tensor cores.
 4. Rows that cross a program boundary get partial sums from two or more programs. Rows that lie
    wholly inside one program are stored directly; the partials of a crossing row are added, in
    float32, into one slot per crossing row (`cross[first boundary it crosses]`) with
@@ -42,10 +47,10 @@ price is bookkeeping:
    zero fill would double its writes) writes every row a program owns, empty ones included, from
    the window's accumulator, which is 0 for a row with no nonzeros.
 
-Accumulation is float32 whatever the values' dtype: the products of two float16 values are exact
-in float32. For float32 spmm the tensor cores read float32 operands as tf32 (10 mantissa bits,
-error 2**-11), far too coarse; so the products values * B (exact float32 multiplies on the CUDA
-cores) are split into a tf32-representable high part and the remainder, and both go through the
+Accumulation is float32 or wider whatever the values' dtype: the products of two float16 values
+are exact in float32, of two float32 values in float64. For float32 spmm the tensor cores read
+float32 operands as tf32 (10 mantissa bits, error 2**-11), far too coarse; so the products
+values * B (exact float32 multiplies on the CUDA cores) are split into a tf32-representable high part and the remainder, and both go through the
 tensor cores: onehot is exactly 0 or 1, so the two dots lose only the remainder's low bits,
 about 2**-21 of each product.
 
@@ -66,10 +71,11 @@ SPMV_NPP = 1024
 SPMV_WARPS = 8
 FIXUP_BLOCK = 256
 
-# spmm: nonzeros per program, rows per window, nonzeros per tl.dot, output columns per program.
+# spmm: nonzeros per program, then per dtype the rows per window (RB: the dot's M) and the
+# nonzeros per tl.dot (its K). The 0/1 matrix costs RB multiply-adds on the tensor cores per
+# useful product: cheap in float16; float32 pays two tf32 dots, so it takes smaller windows.
 SPMM_NPP = 512
-SPMM_RB = 16
-SPMM_BLOCK = 32
+SPMM_TILES = {torch.float16: (32, 64), torch.float32: (16, 32)}
 SPMM_MAX_BN = 64
 SPMM_FIXUP_BLOCK = 16
 
@@ -107,12 +113,6 @@ def _ceil_log2(n):
 
 
 @triton.jit
-def _segmented_add(a, row_a, b, row_b):
-    # The scan's combine: a sum that restarts where the row changes (rows are sorted).
-    return tl.where(row_a == row_b, a + b, b), row_b
-
-
-@triton.jit
 def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, bound_ptr, cross_ptr,
                 nnz, R, x_stride, NPP: tl.constexpr):
     p = tl.program_id(0)
@@ -143,11 +143,18 @@ def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, bound_ptr, cross_ptr,
     row_start = lo_val
     row_end = hi_val
 
-    # The products, in float32 (a float16 x float16 product is exact there).
-    v = tl.load(val_ptr + k, mask=valid, other=0.0).to(tl.float32)
+    # The products, exact in float64 (24-bit x 24-bit significands fit in 53 bits).
+    v = tl.load(val_ptr + k, mask=valid, other=0.0).to(tl.float64)
     col = tl.load(col_ptr + k, mask=valid, other=0)
-    xv = tl.load(x_ptr + col * x_stride, mask=valid, other=0.0).to(tl.float32)
-    seg, _ = tl.associative_scan((v * xv, row), 0, _segmented_add)
+    xv = tl.load(x_ptr + col * x_stride, mask=valid, other=0.0).to(tl.float64)
+    # Segmented sum: a row's part in this program is prefix[its last lane] - prefix[the lane
+    # before its first]. The prefix is float64: a difference of two prefixes keeps an error of
+    # ~1e-16 of the block's summed magnitude, not of the row's (in float32 it would be ~1e-7 of
+    # the whole block's, far above a short row's tolerance).
+    prefix = tl.cumsum(v * xv, 0)
+    first_lane = row_start - s  # < 0 for a row that began in an earlier program
+    before = tl.gather(prefix, tl.maximum(first_lane - 1, 0).to(tl.int32), 0)
+    seg = prefix - tl.where(first_lane > 0, before, 0.0)
 
     # At the last nonzero of a row the scan holds the row's sum within this program.
     last = valid & (k + 1 == row_end)
@@ -158,7 +165,7 @@ def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, bound_ptr, cross_ptr,
     head = last & (row_start < s)
     tail = (k == e - 1) & (row_end > e)
     slot = row_start // NPP + 1
-    tl.atomic_add(cross_ptr + slot, seg, mask=head | tail, sem="relaxed")
+    tl.atomic_add(cross_ptr + slot, seg.to(tl.float32), mask=head | tail, sem="relaxed")
 
 
 @triton.jit
@@ -304,10 +311,11 @@ def spmm(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Te
     cross = torch.zeros((P + 1, N), dtype=torch.float32, device=values.device)
     bn = min(max(triton.next_power_of_2(N), 16), SPMM_MAX_BN)  # tl.dot needs >= 16 columns
     n_tiles = triton.cdiv(N, bn)
+    rb, block = SPMM_TILES[values.dtype]
     spmm_kernel[(P * n_tiles,)](
         crow_indices, col_indices, values, b, out, bound, cross,
         nnz, R, N, b.stride(0), b.stride(1), n_tiles,
-        NPP=SPMM_NPP, RB=SPMM_RB, BLOCK=SPMM_BLOCK, BN=bn,
+        NPP=SPMM_NPP, RB=rb, BLOCK=block, BN=bn,
         SPLIT_FP32=values.dtype == torch.float32, num_warps=4, num_stages=1)
     if P > 1:
         spmm_fixup_kernel[(triton.cdiv(P, SPMM_FIXUP_BLOCK), n_tiles)](
