@@ -7,6 +7,7 @@ have the program that owns them write 0.
 """
 # expect-fail: small
 # expect-fail: empty_rows
+# expect-diagnosis: unwritten_elements
 
 import torch
 import triton

@@ -5,6 +5,7 @@ an output row, and it must be 0. Either store the zero accumulator anyway, or ze
 """
 # expect-fail: mm_small
 # expect-fail: mm_empty_rows
+# expect-diagnosis: unwritten_elements
 
 import torch
 import triton

@@ -5,6 +5,7 @@ next row's first columns, and the last row's spill runs past the end of the outp
 were masked; the store must be too.
 """
 # expect-fail: mm_small
+# expect-diagnosis: out_of_bounds_write
 
 import torch
 import triton

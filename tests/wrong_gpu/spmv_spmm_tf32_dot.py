@@ -1,0 +1,266 @@
+"""Wrong spmv (GPU only): spmm's float32 products go through a plain tf32 tl.dot.
+
+The design is the reference's (nonzero split, a 0/1 matrix times the gathered rows of b on the
+tensor cores), but float32 takes the same single tl.dot as float16. tl.dot's default precision
+for float32 is tf32: 10 mantissa bits, each product off by up to ~2**-11 of its size, against a
+float32 tolerance of ~2e-6 of the summed magnitude on short rows. The reference multiplies on
+the CUDA cores and sends the product's tf32 high part and its remainder through two dots.
+
+A GPU-only bug: the Triton interpreter computes tl.dot in full float32 whatever input_precision
+says, so it passes every interpreter case (tests/test_wrong_solutions.py checks that); on a GPU
+gpu_mm_tf32_trap (and every float32 spmm case) catches it (tests/gpu/test_gpu_wrong.py).
+"""
+# expect-fail: gpu_mm_tf32_trap
+
+import torch
+import triton
+import triton.language as tl
+
+# Partition: boundaries searched per program of the first kernel, and pivots probed per step.
+PART_BLOCK = 128
+PART_K = 16
+
+# spmv: nonzeros per program. 1024 nonzeros in 8 warps are 4 per thread: 16-byte loads of the
+# values, 32 of the column indices; the in-program search spans ~NPP / (mean row length) rows.
+SPMV_NPP = 1024
+SPMV_WARPS = 8
+FIXUP_BLOCK = 256
+
+# spmm: nonzeros per program, then per dtype the rows per window (RB: the dot's M) and the
+# nonzeros per tl.dot (its K). The 0/1 matrix costs RB multiply-adds on the tensor cores per
+# useful product: cheap in float16; float32 pays two tf32 dots, so it takes smaller windows.
+SPMM_NPP = 512
+SPMM_TILES = {torch.float16: (32, 64), torch.float32: (16, 32)}
+SPMM_MAX_BN = 64
+SPMM_FIXUP_BLOCK = 16
+
+
+@triton.jit
+def partition_kernel(crow_ptr, bound_ptr, R, P, steps,
+                     NPP: tl.constexpr, FB: tl.constexpr, K: tl.constexpr):
+    """bound[q] = the row holding nonzero q * NPP (q < P); bound[P] = R."""
+    q = tl.program_id(0) * FB + tl.arange(0, FB)
+    target = q.to(tl.int64) * NPP
+    # Invariant: crow[lo] <= target < crow[hi].
+    lo = tl.zeros([FB], tl.int64)
+    hi = tl.zeros([FB], tl.int64) + R
+    j = tl.arange(0, K).to(tl.int64)
+    for _ in range(steps):
+        width = hi - lo
+        # K pivots lo, lo + width/K, ...: crow at them is nondecreasing, so the pivots <= target
+        # are a prefix, of length cnt >= 1 (the pivot lo itself).
+        pivots = lo[:, None] + (width[:, None] * j[None, :]) // K
+        c = tl.load(crow_ptr + pivots)
+        cnt = tl.sum((c <= target[:, None]).to(tl.int64), axis=1)
+        new_lo = lo + (width * (cnt - 1)) // K
+        hi = tl.where(cnt == K, hi, lo + (width * cnt) // K)
+        lo = new_lo
+    lo = tl.where(q >= P, R, lo)
+    tl.store(bound_ptr + q, lo, mask=q <= P)
+
+
+@triton.jit
+def _ceil_log2(n):
+    steps = 0
+    while ((n - 1) >> steps) > 0:
+        steps += 1
+    return steps
+
+
+@triton.jit
+def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, bound_ptr, cross_ptr,
+                nnz, R, x_stride, NPP: tl.constexpr):
+    p = tl.program_id(0)
+    s = p.to(tl.int64) * NPP
+    e = tl.minimum(s + NPP, nnz)
+    k = s + tl.arange(0, NPP)
+    valid = k < e
+    kk = tl.minimum(k, e - 1)  # lanes past the end take the last row, with a product of 0
+
+    # The row of every nonzero: binary search between the program's first row and the row after
+    # its last, with the invariant crow[lo] <= kk < crow[hi]. crow at lo and hi is carried along:
+    # at the end it is the row's start and end.
+    lo0 = tl.load(bound_ptr + p).to(tl.int32)
+    hi0 = tl.minimum(tl.load(bound_ptr + p + 1) + 1, R).to(tl.int32)
+    lo = tl.zeros([NPP], tl.int32) + lo0
+    hi = tl.zeros([NPP], tl.int32) + hi0
+    lo_val = tl.zeros([NPP], tl.int64) + tl.load(crow_ptr + lo0)
+    hi_val = tl.zeros([NPP], tl.int64) + tl.load(crow_ptr + hi0)
+    for _ in range(_ceil_log2(hi0 - lo0)):
+        mid = (lo + hi) >> 1
+        c = tl.load(crow_ptr + mid)
+        right = c <= kk
+        lo = tl.where(right, mid, lo)
+        lo_val = tl.where(right, c, lo_val)
+        hi = tl.where(right, hi, mid)
+        hi_val = tl.where(right, hi_val, c)
+    row = lo
+    row_start = lo_val
+    row_end = hi_val
+
+    # The products, exact in float64 (24-bit x 24-bit significands fit in 53 bits).
+    v = tl.load(val_ptr + k, mask=valid, other=0.0).to(tl.float64)
+    col = tl.load(col_ptr + k, mask=valid, other=0)
+    xv = tl.load(x_ptr + col * x_stride, mask=valid, other=0.0).to(tl.float64)
+    # Segmented sum: a row's part in this program is prefix[its last lane] - prefix[the lane
+    # before its first]. The prefix is float64: a difference of two prefixes keeps an error of
+    # ~1e-16 of the block's summed magnitude, not of the row's (in float32 it would be ~1e-7 of
+    # the whole block's, far above a short row's tolerance).
+    prefix = tl.cumsum(v * xv, 0)
+    first_lane = row_start - s  # < 0 for a row that began in an earlier program
+    before = tl.gather(prefix, tl.maximum(first_lane - 1, 0).to(tl.int32), 0)
+    seg = prefix - tl.where(first_lane > 0, before, 0.0)
+
+    # At the last nonzero of a row the scan holds the row's sum within this program.
+    last = valid & (k + 1 == row_end)
+    tl.store(y_ptr + row, seg.to(y_ptr.dtype.element_ty), mask=last & (row_start >= s))
+    # Crossing rows: the part of a row that began in an earlier program (it ends here), and the
+    # part of the row that goes on into the next program. Both go to the row's slot: the first
+    # boundary it crosses.
+    head = last & (row_start < s)
+    tail = (k == e - 1) & (row_end > e)
+    slot = row_start // NPP + 1
+    tl.atomic_add(cross_ptr + slot, seg.to(tl.float32), mask=head | tail, sem="relaxed")
+
+
+@triton.jit
+def spmv_fixup_kernel(crow_ptr, bound_ptr, cross_ptr, y_ptr, P,
+                      NPP: tl.constexpr, FB: tl.constexpr):
+    # Boundary q crosses row bound[q] if that row began before q * NPP; the row's slot is its
+    # first crossing, the one whose row began in program q - 1.
+    q = tl.program_id(0) * FB + tl.arange(0, FB)
+    inside = (q >= 1) & (q < P)
+    row = tl.load(bound_ptr + q, mask=inside, other=0)
+    start = tl.load(crow_ptr + row, mask=inside, other=0)
+    first = inside & (start < q.to(tl.int64) * NPP) & (start >= (q - 1).to(tl.int64) * NPP)
+    total = tl.load(cross_ptr + q, mask=first, other=0.0)
+    tl.store(y_ptr + row, total.to(y_ptr.dtype.element_ty), mask=first)
+
+
+def _partition(crow_indices, R, nnz, npp):
+    """bound (int64, P + 1): bound[p] is the row of program p's first nonzero, bound[P] = R."""
+    P = max(1, triton.cdiv(nnz, npp))
+    bound = torch.empty(P + 1, dtype=torch.int64, device=crow_indices.device)
+    steps, width = 0, R
+    while width > 1:  # K-ary search: width -> ceil(width / K) per step (shapes only, no data)
+        width = -(-width // PART_K)
+        steps += 1
+    grid = (triton.cdiv(P + 1, PART_BLOCK),)
+    partition_kernel[grid](crow_indices, bound, R, P, steps,
+                           NPP=npp, FB=PART_BLOCK, K=PART_K, num_warps=4)
+    return bound, P
+
+
+def spmv(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor,
+         x: torch.Tensor) -> torch.Tensor:
+    R = crow_indices.shape[0] - 1
+    nnz = values.shape[0]
+    # Zero-filled: empty rows are never the end of a segment, so nothing else writes them.
+    y = torch.zeros(R, dtype=values.dtype, device=values.device)
+    if R == 0:
+        return y
+    bound, P = _partition(crow_indices, R, nnz, SPMV_NPP)
+    cross = torch.zeros(P + 1, dtype=torch.float32, device=values.device)
+    spmv_kernel[(P,)](crow_indices, col_indices, values, x, y, bound, cross,
+                      nnz, R, x.stride(0), NPP=SPMV_NPP, num_warps=SPMV_WARPS, num_stages=1)
+    if P > 1:
+        spmv_fixup_kernel[(triton.cdiv(P, FIXUP_BLOCK),)](
+            crow_indices, bound, cross, y, P, NPP=SPMV_NPP, FB=FIXUP_BLOCK, num_warps=4)
+    return y
+
+
+@triton.jit
+def spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, bound_ptr, cross_ptr,
+                nnz, R, N, stride_bk, stride_bn, n_tiles,
+                NPP: tl.constexpr, RB: tl.constexpr, BLOCK: tl.constexpr, BN: tl.constexpr,
+                SPLIT_FP32: tl.constexpr):  # unused: the bug
+    pid = tl.program_id(0)
+    p = pid // n_tiles  # the column tiles of one chunk of nonzeros run side by side
+    nt = pid % n_tiles
+    s = p.to(tl.int64) * NPP
+    e = tl.minimum(s + NPP, nnz)
+    # Rows this program writes: [own_lo, own_hi), all but a first row that began before s.
+    # Program 0 also owns the empty rows before the first nonzero; the last, those after the last.
+    own_lo = tl.where(p == 0, 0, tl.load(bound_ptr + p))
+    own_hi = tl.load(bound_ptr + p + 1)
+    touch_hi = tl.minimum(own_hi + 1, R)  # + the row going on into the next program
+
+    cols = nt * BN + tl.arange(0, BN)
+    col_ok = cols < N
+    j = tl.arange(0, RB)
+    lane = tl.arange(0, BLOCK)
+    for wr in range(own_lo, touch_hi, RB):
+        rows = wr + j
+        row_ok = rows < R
+        starts = tl.load(crow_ptr + rows, mask=row_ok, other=0)
+        ends = tl.load(crow_ptr + rows + 1, mask=row_ok, other=0x7FFFFFFFFFFFFFFF)
+        c0 = tl.maximum(tl.load(crow_ptr + wr), s)
+        c1 = tl.minimum(tl.load(crow_ptr + tl.minimum(wr + RB, R)), e)
+        acc = tl.zeros([RB, BN], tl.float32)
+        for k0 in range(c0, c1, BLOCK):
+            k = k0 + lane
+            kmask = k < c1
+            v = tl.load(val_ptr + k, mask=kmask, other=0.0)
+            col = tl.load(col_ptr + k, mask=kmask, other=0)
+            bg = tl.load(b_ptr + col[:, None] * stride_bk + cols[None, :] * stride_bn,
+                         mask=kmask[:, None] & col_ok[None, :], other=0.0)
+            # Row of each nonzero within the window: how many of the window's rows end at or
+            # before it. onehot[j, i]: nonzero i is in row j.
+            local = tl.sum((ends[None, :] <= k[:, None]).to(tl.int32), axis=1)
+            onehot = local[None, :] == j[:, None]
+            # BUG: one plain tl.dot for every dtype. For float32 operands tl.dot's default
+            # input_precision is "tf32": the tensor cores keep 10 of the 23 mantissa bits of
+            # the values and of b, so each product is off by up to ~2**-11.
+            a = tl.where(onehot, v[None, :], 0.0).to(bg.dtype)
+            acc = tl.dot(a, bg, acc)
+        # Whole rows (and empty ones) are stored; crossing rows add their part to their slot.
+        own = (rows >= own_lo) & (rows < own_hi) & (starts >= s)
+        out_offs = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty),
+                 mask=own[:, None] & col_ok[None, :])
+        head = (rows == own_lo) & (starts < s) & (rows < own_hi)
+        tail = (rows == own_hi) & row_ok & (starts < e)
+        slot = starts // NPP + 1
+        tl.atomic_add(cross_ptr + slot[:, None] * N + cols[None, :], acc,
+                      mask=(head | tail)[:, None] & col_ok[None, :], sem="relaxed")
+
+
+@triton.jit
+def spmm_fixup_kernel(crow_ptr, bound_ptr, cross_ptr, out_ptr, P, N,
+                      NPP: tl.constexpr, FB: tl.constexpr, BN: tl.constexpr):
+    q = tl.program_id(0) * FB + tl.arange(0, FB)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    inside = (q >= 1) & (q < P)
+    row = tl.load(bound_ptr + q, mask=inside, other=0)
+    start = tl.load(crow_ptr + row, mask=inside, other=0)
+    first = inside & (start < q.to(tl.int64) * NPP) & (start >= (q - 1).to(tl.int64) * NPP)
+    mask = first[:, None] & (cols < N)[None, :]
+    total = tl.load(cross_ptr + q.to(tl.int64)[:, None] * N + cols[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + row[:, None] * N + cols[None, :], total.to(out_ptr.dtype.element_ty),
+             mask=mask)
+
+
+def spmm(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor,
+         b: torch.Tensor) -> torch.Tensor:
+    R = crow_indices.shape[0] - 1
+    nnz = values.shape[0]
+    N = b.shape[1]
+    # Not zero-filled: every row is written once, by the program that owns it or by the fix-up.
+    out = torch.empty((R, N), dtype=values.dtype, device=values.device)
+    if R == 0 or N == 0:
+        return out
+    bound, P = _partition(crow_indices, R, nnz, SPMM_NPP)
+    cross = torch.zeros((P + 1, N), dtype=torch.float32, device=values.device)
+    bn = min(max(triton.next_power_of_2(N), 16), SPMM_MAX_BN)  # tl.dot needs >= 16 columns
+    n_tiles = triton.cdiv(N, bn)
+    rb, block = SPMM_TILES[values.dtype]
+    spmm_kernel[(P * n_tiles,)](
+        crow_indices, col_indices, values, b, out, bound, cross,
+        nnz, R, N, b.stride(0), b.stride(1), n_tiles,
+        NPP=SPMM_NPP, RB=rb, BLOCK=block, BN=bn,
+        SPLIT_FP32=values.dtype == torch.float32, num_warps=4, num_stages=1)
+    if P > 1:
+        spmm_fixup_kernel[(triton.cdiv(P, SPMM_FIXUP_BLOCK), n_tiles)](
+            crow_indices, bound, cross, out, P, N,
+            NPP=SPMM_NPP, FB=SPMM_FIXUP_BLOCK, BN=bn, num_warps=4)
+    return out
