@@ -226,6 +226,28 @@ def test_inputs_other_than_inplace_must_stay_unchanged(fixture_katas, tmp_path):
     assert result.status == "fail" and "input 'grads[" in result.message
 
 
+def test_first_call_inplace_outputs_are_handed_over_as_copies(fixture_katas, monkeypatch):
+    """On a GPU the worker hands outputs over by reference (CUDA IPC). An in-place output is an
+    input buffer, and the second checked call writes new results into it before the checker
+    reads the first call's: so the first call's in-place outputs go over as copies."""
+    import torch
+
+    from grader import worker
+    runner = worker.CaseRunner.__new__(worker.CaseRunner)
+    runner.task = catalog.get_kata("toy_multi").tasks[0]  # sgd_step: params updated in place
+    runner.device, runner.shared = "cuda", []
+    handed = []
+    monkeypatch.setattr(worker.handover, "share", lambda t: handed.append(t) or {})
+    monkeypatch.setattr(worker.torch.cuda, "synchronize", lambda: None)
+    params = [torch.arange(4.0), torch.arange(3.0)]
+    runner._save({"params": params}, copy_inplace=True)  # the first call
+    assert [t.data_ptr() for t in handed] != [p.data_ptr() for p in params]
+    assert all(torch.equal(t, p) for t, p in zip(handed, params))
+    handed.clear()
+    runner._save({"params": params})  # the second call: nothing overwrites its outputs
+    assert [t.data_ptr() for t in handed] == [p.data_ptr() for p in params]
+
+
 def test_every_builtin_kata_loads():
     for kata in catalog.all_katas():
         assert load_kata(kata.directory).name == kata.name
