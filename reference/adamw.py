@@ -101,29 +101,32 @@ def adamw_kernel(
     m_addr = tl.load(table_ptr + 4 * n_tensors + t)
     v_addr = tl.load(table_ptr + 5 * n_tensors + t)
     chunk_start = (pid - tl.load(table_ptr + t)) * (BLOCK * BLOCKS_PER_PROGRAM)
+    n_left = numel - chunk_start
     aligned = ((p_addr | g_addr | m_addr | v_addr) & 15) == 0
 
-    n_blocks = tl.minimum(tl.cdiv(numel - chunk_start, BLOCK), BLOCKS_PER_PROGRAM)
-    for i in range(0, n_blocks):
-        start = tl.multiple_of(chunk_start + i * BLOCK, BLOCK)
-        offs = start + tl.arange(0, BLOCK)
-        if aligned & (start + BLOCK <= numel):
-            # A full block of 16-byte-aligned tensors: say so (the hint is what lets the
-            # compiler emit 16-byte loads and stores), and drop the mask.
-            _adamw_block(tl.multiple_of(p_addr.to(tl.pointer_type(PARAM_DTYPE)), 16),
-                         tl.multiple_of(g_addr.to(tl.pointer_type(PARAM_DTYPE)), 16),
-                         tl.multiple_of(m_addr.to(tl.pointer_type(tl.float32)), 16),
-                         tl.multiple_of(v_addr.to(tl.pointer_type(tl.float32)), 16),
-                         offs, None, decay, beta1, one_minus_beta1, beta2, one_minus_beta2,
-                         step_size, inv_bc2_sqrt, eps)
-        else:
-            # The tensor's last, partial block (or a view that is not 16-byte aligned).
-            _adamw_block(p_addr.to(tl.pointer_type(PARAM_DTYPE)),
-                         g_addr.to(tl.pointer_type(PARAM_DTYPE)),
-                         m_addr.to(tl.pointer_type(tl.float32)),
-                         v_addr.to(tl.pointer_type(tl.float32)),
-                         offs, offs < numel, decay, beta1, one_minus_beta1, beta2,
-                         one_minus_beta2, step_size, inv_bc2_sqrt, eps)
+    if aligned & (n_left >= BLOCK * BLOCKS_PER_PROGRAM):
+        # A full chunk of 16-byte-aligned tensors (all but the last chunk of every tensor
+        # PyTorch allocates): say so, since the hint is what lets the compiler emit 16-byte
+        # loads and stores, and drop the masks.
+        p_ptr = tl.multiple_of(p_addr.to(tl.pointer_type(PARAM_DTYPE)), 16)
+        g_ptr = tl.multiple_of(g_addr.to(tl.pointer_type(PARAM_DTYPE)), 16)
+        m_ptr = tl.multiple_of(m_addr.to(tl.pointer_type(tl.float32)), 16)
+        v_ptr = tl.multiple_of(v_addr.to(tl.pointer_type(tl.float32)), 16)
+        for i in range(BLOCKS_PER_PROGRAM):
+            offs = tl.multiple_of(chunk_start + i * BLOCK, BLOCK) + tl.arange(0, BLOCK)
+            _adamw_block(p_ptr, g_ptr, m_ptr, v_ptr, offs, None, decay, beta1, one_minus_beta1,
+                         beta2, one_minus_beta2, step_size, inv_bc2_sqrt, eps)
+    else:
+        # The tensor's last, partial chunk (or a view that is not 16-byte aligned): masked.
+        p_ptr = p_addr.to(tl.pointer_type(PARAM_DTYPE))
+        g_ptr = g_addr.to(tl.pointer_type(PARAM_DTYPE))
+        m_ptr = m_addr.to(tl.pointer_type(tl.float32))
+        v_ptr = v_addr.to(tl.pointer_type(tl.float32))
+        n_blocks = tl.minimum((n_left + BLOCK - 1) // BLOCK, BLOCKS_PER_PROGRAM)
+        for i in range(0, n_blocks):
+            offs = chunk_start + i * BLOCK + tl.arange(0, BLOCK)
+            _adamw_block(p_ptr, g_ptr, m_ptr, v_ptr, offs, offs < numel, decay, beta1,
+                         one_minus_beta1, beta2, one_minus_beta2, step_size, inv_bc2_sqrt, eps)
 
 
 def adamw_step(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps, weight_decay):

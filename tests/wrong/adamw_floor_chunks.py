@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 BLOCK = 1024
-CHUNK = 4096
+CHUNK = 1024
 
 
 @triton.jit
@@ -56,8 +56,6 @@ def adamw_step(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps
                          + [m.data_ptr() for m in exp_avgs] + [v.data_ptr() for v in exp_avg_sqs],
                          dtype=torch.int64, device=params[0].device)
     dtype = tl.bfloat16 if params[0].dtype == torch.bfloat16 else tl.float32
-    if n_programs == 0:
-        return
     adamw_kernel[(n_programs,)](table, n, 1.0 - lr * weight_decay, beta1, beta2,
                                 lr / (1.0 - beta1 ** step), 1.0 / (1.0 - beta2 ** step) ** 0.5, eps,
                                 PARAM_DTYPE=dtype, BLOCK=BLOCK, CHUNK=CHUNK,
