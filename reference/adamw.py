@@ -122,7 +122,7 @@ def adamw_kernel(
         g_ptr = g_addr.to(tl.pointer_type(PARAM_DTYPE))
         m_ptr = m_addr.to(tl.pointer_type(tl.float32))
         v_ptr = v_addr.to(tl.pointer_type(tl.float32))
-        n_blocks = tl.minimum((n_left + BLOCK - 1) // BLOCK, BLOCKS_PER_PROGRAM)
+        n_blocks = tl.minimum((n_left + BLOCK - 1) // BLOCK, BLOCKS_PER_PROGRAM).to(tl.int32)
         for i in range(0, n_blocks):
             offs = chunk_start + i * BLOCK + tl.arange(0, BLOCK)
             _adamw_block(p_ptr, g_ptr, m_ptr, v_ptr, offs, offs < numel, decay, beta1,

@@ -154,23 +154,14 @@ def exp_avg_scale(**inputs):
 
 # ---- baselines ---------------------------------------------------------------------------------
 
-_STEP_TENSORS = {}
-
-
-def _state_steps(step, n, device):
-    """The float32 step tensors torch's fused kernel reads (an optimizer keeps them in its state,
-    so they are made once, not timed)."""
-    key = (step, n, str(device))
-    if key not in _STEP_TENSORS:
-        _STEP_TENSORS[key] = list(torch.full((n,), float(step), dtype=torch.float32, device=device).unbind(0))
-    return _STEP_TENSORS[key]
-
-
 def baseline(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps, weight_decay):
     """torch.optim.AdamW(fused=True)'s kernel: torch._fused_adamw_ over the lists."""
     if params[0].dtype != exp_avgs[0].dtype:
         return _upcast_baseline(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps, weight_decay)
-    torch._fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, [], _state_steps(step, len(params), params[0].device),
+    # The kernel reads the step from a float32 tensor per param (the optimizer's state["step"],
+    # which its step() increments with one more launch); one tensor shared by all serves.
+    state_step = torch.full((), float(step), dtype=torch.float32, device=params[0].device)
+    torch._fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, [], [state_step] * len(params),
                         lr=lr, beta1=beta1, beta2=beta2, weight_decay=weight_decay, eps=eps,
                         amsgrad=False, maximize=False)
 
