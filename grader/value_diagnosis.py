@@ -259,13 +259,17 @@ def _scaled(wrong, g, e, atol: float, rtol: float, s: _Shape) -> Diagnosis | Non
     spread = max(SCALE_SPREAD, 4 * rtol)
     # A factor within a millionth of 1 is no factor: an exactly compared integer sum off by one
     # unit in 2.5e7 (a float32 accumulator) has rows "all off by 1.0000000", which says nothing.
+    # Nor is a row whose ratios straddle 1, or touch it: there a few elements are off by small,
+    # unrelated amounts (an optimizer's update, judged against the size of its terms) and the
+    # rest are right, so the ratios agree to 1e-3 only because they all sit near 1.
     unit = max(rtol, NO_FACTOR)
 
     def constant(dim: int, lines: torch.Tensor):
         count = valid.sum(dim=dim)
         hi = torch.where(valid, ratio, torch.full_like(ratio, -math.inf)).amax(dim=dim)
         lo = torch.where(valid, ratio, torch.full_like(ratio, math.inf)).amin(dim=dim)
-        same = (count >= 2) & ((hi - lo).abs() <= spread * hi.abs()) & ((hi - 1).abs() > unit)
+        off = (lo - 1 > unit) | (hi - 1 < -unit)  # every ratio of the line on one side of 1
+        same = (count >= 2) & ((hi - lo).abs() <= spread * hi.abs()) & off
         return bool(same[lines].all()) and bool(lines.any()), lo[lines], hi[lines]
 
     wrong_rows = wrong.any(dim=1)

@@ -428,3 +428,15 @@ def test_a_changed_store_is_a_cheat_only_where_landlock_could_not_stop_the_write
     result = _assemble(kata, Path("/nonexistent/solution.py"), "interpret", 1, plan, run, limits)
     assert result.cheat == cheat
     assert result.status == ("pass" if cheat is None else "error")
+
+
+def test_small_scattered_errors_are_not_a_row_factor():
+    # An AdamW step with eps inside the square root: the params move by ~1e-3, and where the
+    # gradient is small the update is off by ~1e-5 of the weight. got / expected is 1 for most
+    # elements and 1.00001 for a few: all within 1e-3 of each other, yet no common factor.
+    gen = torch.Generator().manual_seed(5)
+    truth = torch.rand(1, 200, generator=gen, dtype=torch.float64) + 0.5
+    got = truth.clone()
+    got[0, ::17] += 1e-5 * torch.rand(12, generator=gen, dtype=torch.float64)
+    d = analyse(got.float(), truth, atol=1e-30, rtol=2e-6)
+    assert d.code == "wrong_values", d
