@@ -37,8 +37,8 @@ server, and the split-K ("flash-decoding") reduction that makes it fast.
 - Grouped-query attention: H query heads share Hkv kv heads, query head h reading kv head
   h // (H // Hkv). One program serves all G = H // Hkv query heads of its kv head, so each K and
   V tile is read once and used G times. The G query rows are padded to 16 so that Q @ K^T and
-  P @ V run on the tensor cores (tl.dot needs 16 rows); the padding rows compute garbage-free
-  zeros and are never stored. Decode is memory bound, so the wasted multiply-adds cost nothing.
+  P @ V run on the tensor cores (tl.dot needs 16 rows); the padding rows load zeros and are
+  never stored. Decode is memory bound, so the wasted multiply-adds cost nothing.
 """
 
 import torch
@@ -53,8 +53,8 @@ BLOCK_N = 64
 # work, never fewer than one tile.
 MAX_SPLIT = 512
 TARGET_PROGRAMS = 1024
-# The merge kernel holds a (heads x splits x D) float32 tile: MERGE_TILE heads x splits, i.e.
-# 16 splits at a time for GQA 4:1 (64 x 128 floats, 64 registers a thread at 4 warps).
+# The merge kernel holds a (heads x splits x D) float32 tile of MERGE_TILE heads x splits, i.e.
+# 16 splits at a time for GQA 4:1: 64 x 128 floats, 32 registers a thread at 8 warps.
 MERGE_TILE = 64
 
 LOG2E = 1.4426950408889634
@@ -213,6 +213,6 @@ def paged_decode(q, k_cache, v_cache, block_table, seq_lens, sm_scale):
     merge_g = triton.next_power_of_2(G)
     paged_decode_merge_kernel[(B, Hkv)](
         part_o, part_lse, seq_lens, out, H, num_splits,
-        G=G, BLOCK_G=merge_g, D=D, SPLIT=split, CHUNK=max(1, MERGE_TILE // merge_g), num_warps=4,
+        G=G, BLOCK_G=merge_g, D=D, SPLIT=split, CHUNK=max(1, MERGE_TILE // merge_g), num_warps=8,
     )
     return out
