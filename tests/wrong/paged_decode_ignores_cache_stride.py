@@ -5,6 +5,7 @@ instead of read from k_cache.stride(). Right for a contiguous cache; wrong when 
 v_cache are the two halves of one (num_blocks, 2, 16, Hkv, 128) tensor, as vLLM and FlashInfer
 store them: block i of k_cache is then at 2 * i * (16 * Hkv * 128).
 """
+# expect-fail: gqa_8
 # expect-fail: kv_interleaved
 
 import torch
