@@ -48,16 +48,15 @@ ROW_BLOCK_MAX = 8192
 ROW_TILE = 4096
 # Tile of the multi-block scans: 4096 elements (16 KiB) per program, 32 per thread at 4 warps.
 TILE = 4096
-# Predecessors a program reads at once during its look-back.
+# Predecessors a program reads at once during its look-back (one warp's worth).
 WINDOW = 32
-# Switch to the three-launch reduce-then-scan for long rows.
+# Warps of the look-back kernel: 4096 / 128 threads = 32 elements per thread.
+LOOKBACK_WARPS = 4
+# False: long rows take the three-launch reduce-then-scan instead of the look-back.
 USE_LOOKBACK = True
 
-# Flags of the look-back: nothing published yet, the tile's own sum, the row's prefix up to and
-# including the tile.
-EMPTY = 0
-AGGREGATE = 1
-INCLUSIVE = 2
+# The look-back's flags (literals in the kernel): 0 = EMPTY, nothing published yet;
+# 1 = AGGREGATE, the tile's own sum; 2 = INCLUSIVE, the row's sum up to and including the tile.
 
 
 @triton.jit
@@ -187,7 +186,7 @@ def _scan_lookback(x: torch.Tensor, out: torch.Tensor) -> None:
     state = torch.zeros(num_tiles + 1, dtype=torch.int64, device=x.device)
     scan_lookback_kernel[(num_tiles,)](
         x, out, state, N, x.stride(0), tiles_per_row, num_tiles,
-        TILE=TILE, WINDOW=WINDOW, IS_FLOAT=x.dtype.is_floating_point, num_warps=4,
+        TILE=TILE, WINDOW=WINDOW, IS_FLOAT=x.dtype.is_floating_point, num_warps=LOOKBACK_WARPS,
     )
 
 
