@@ -125,7 +125,8 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
                    "baseline's time, at most 60 s).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failing case.")
 @click.option("--keep-going", is_flag=True,
-              help="Time the bench cases even when a case failed (by default a wrong solution is not timed).")
+              help="Run every case, and time the bench cases, even when cases failed (by default a "
+                   "task stops after 3 failing cases, and a wrong solution is not timed).")
 @click.option("--memory", "memory_gib", type=click.FloatRange(min=0.5),
               help="CPU memory limit in GiB for the submission's process tree (default: half the machine, 4-32 GiB).")
 @click.option("--seed", type=int, help="Fix the input seed (to reproduce a failure); default: a fresh secret one.")

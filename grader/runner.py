@@ -54,6 +54,7 @@ class WorkerRun:
     stopped_at: str | None = None  # the failing case --fail-fast stopped at
     timing_skipped: bool = False  # a case failed, so the bench cases were not timed
     timeline: list = field(default_factory=list)  # the referee's (when, op, key)
+    given_up: dict[str, int] = field(default_factory=dict)  # tasks stopped after their failures
 
     @property
     def timed_out(self) -> bool:
@@ -73,8 +74,9 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
           only_cases: Sequence[str] | None = None) -> GradeResult:
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
-    fail_fast: stop at the first failing case. keep_going: time the bench cases even when a
-    case failed (by default a wrong submission is not timed). progress(event): told of each
+    fail_fast: stop at the first failing case. keep_going: run every case, and time the bench
+    cases, even when cases failed (by default a task stops after control.FAILURES_PER_TASK
+    failing cases, and a wrong submission is not timed). progress(event): told of each
     case as it starts and ends ({"type": "start"|"case", "key", "phase", "status"}).
     only_cases: run only the cases of these names (in every task that has one), to rerun a
     failing case in seconds; such a grade is partial (result.only_cases says so). An unknown
@@ -205,7 +207,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         return WorkerRun(events, None if breach else proc.returncode, breach,
                          _read_output(output_path), corrupt, changed, referee.verdicts,
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
-                         referee.timeline)
+                         referee.timeline, referee.given_up)
 
 
 def _overdue(referee: Referee, plan: list[dict], kata: Kata) -> watchdog.Breach | None:
@@ -435,6 +437,9 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
                 stop_named = True
             elif run.stopped_at and case.status == NOT_RUN:
                 case.message = "not run: --fail-fast stopped at the first failing case"
+            elif task.name in run.given_up and case.status == NOT_RUN:
+                case.message = (f"not run: {run.given_up[task.name]} cases of {task.name} already "
+                                "failed; fix those first (--keep-going runs every case)")
             _name_findings(case, detail, findings)
             cases.append(case)
         tasks.append(TaskResult(name=task.name, threshold=task.threshold,
