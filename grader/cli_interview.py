@@ -8,6 +8,7 @@ Grading goes through grader.runner.grade, looked up at call time so tests can re
 from __future__ import annotations
 
 import secrets
+import shlex
 import sys
 import time
 from datetime import datetime, timedelta
@@ -330,7 +331,7 @@ def start(track_name, minutes, count, difficulty, topic, seed, folder):
                                   pick_track, start_interview)
     from grader.progress import progress_by_kata
 
-    given = (("track", track_name), ("difficulty", difficulty), ("topic", topic and repr(topic)),
+    given = (("track", track_name), ("difficulty", difficulty), ("topic", topic and shlex.quote(topic)),
              ("count", count), ("minutes", minutes))  # for the line that repeats the pick
     track = _cli()._track_or_exit(track_name) if track_name else None
     by_track = track is not None or difficulty == MIX
