@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from itertools import chain, cycle, repeat
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from grader.clock import format_time, parse_time
 from grader.hints import HINT_COSTS, hint_cost
@@ -363,7 +363,7 @@ def verdict(score: float, all_passed_on_time: bool) -> str:
 STUDY_RELATED = 3  # related katas named per kata to study
 
 
-def related_katas(outcome: KataOutcome, pool: list[Kata], exclude: set[str]) -> list[str]:
+def related_katas(outcome: KataOutcome, pool: Sequence[Kata], exclude: set[str]) -> list[str]:
     """Katas of the pool (the interview's track) sharing topics with this one, most shared first."""
     topics = {t.lower() for t in outcome.topics}
     shared = {k.name: len(topics & {t.lower() for t in k.topics}) for k in pool if k.name not in exclude}
@@ -372,7 +372,7 @@ def related_katas(outcome: KataOutcome, pool: list[Kata], exclude: set[str]) -> 
     return [k.name for k in ranked[:STUDY_RELATED]]
 
 
-def study_next(outcomes: list[KataOutcome], pool: list[Kata] = ()) -> list[dict]:
+def study_next(outcomes: list[KataOutcome], pool: Sequence[Kata] = ()) -> list[dict]:
     """What to study: for each kata that was not a clean, on-time, unaided pass, its topics,
     what went wrong and the katas of the pool (the interview's track) that practise the same
     topics; weakest first."""
@@ -398,7 +398,7 @@ def study_next(outcomes: list[KataOutcome], pool: list[Kata] = ()) -> list[dict]
             reasons.append(f"took {int(o.time_used_s // 60)} min against a budget of {o.budget_minutes}")
         if reasons:
             items.append({"kata": o.kata, "topics": o.topics, "reasons": reasons,
-                          "related": related_katas(o, list(pool), exclude)})
+                          "related": related_katas(o, pool, exclude)})
     return items
 
 
