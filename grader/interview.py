@@ -148,7 +148,7 @@ def pick_katas(katas: list[Kata], progress: dict[str, KataProgress], count: int,
                difficulty: str | None = None, topic: str | None = None) -> list[Kata]:
     """Up to `count` katas matching the filters: unsolved ones first (never graded, then
     failing), then the weakest best scores; ties are broken by `seed`, so the same seed and the
-    same progress give the same interview. (Without --track: the minutes do not limit it.)"""
+    same progress give the same interview. The minutes do not limit it (pick_track's do)."""
     return _by_weakness(_candidates(katas, difficulty, topic, None), progress, seed)[:count]
 
 
