@@ -3,10 +3,16 @@
 Semantics follow torch.testing.assert_close: |got - expected| <= atol + rtol * |expected|,
 elementwise, with the ground truth in float64. Stricter than assert_close in one way: a NaN or
 inf never passes where the ground truth is finite.
+
+Mode `norm` judges the whole tensor instead: ||got - expected||_F <= atol + rtol * ||expected||_F
+in float64 (kata.yaml's `compare: {norm: TOL}` gives rtol = TOL, atol = 0), for outputs whose
+elements carry no individual meaning after many low-precision steps (an iterated bf16 matrix
+polynomial). Any NaN or inf fails it where the truth is finite.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -55,6 +61,8 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
     total = got.numel()
     if total == 0:
         return Comparison(ok=True, total=0, mismatched=0)
+    if mode == "norm":
+        return _compare_norm(got, expected, label, atol, rtol)
     close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp, scale=scale)
 
     finite_diff = diff[torch.isfinite(diff)]
@@ -103,9 +111,79 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
         distance = (_ordered(got) - _ordered(e_rounded)).abs()
         close = (distance <= ulp) & torch.isfinite(got.double())
         g, e, diff = got.double(), e_rounded.double(), (got.double() - e_rounded.double()).abs()
+    elif mode == "norm":
+        g, e = got.double(), expected.double()
+        diff = (g - e).abs()
+        close = _norm_share_mask(g, e, diff, atol, rtol)
     else:
         raise ValueError(f"unknown comparison mode {mode}")
     return close, g, e, diff
+
+
+def norm_error(got: torch.Tensor, expected: torch.Tensor) -> tuple[float, float]:
+    """(||got - expected||_F, ||expected||_F) in float64. The first is inf when got holds a NaN or
+    inf where the truth is finite, or differs from a non-finite truth (which must be matched
+    exactly, as in allclose); both norms run over the elements whose truth is finite."""
+    g, e = got.detach().double(), expected.detach().double().to(got.device)
+    finite_e = torch.isfinite(e)
+    size = float(torch.linalg.vector_norm(e[finite_e]))
+    unmatched = ~finite_e & ~((g == e) | (torch.isnan(g) & torch.isnan(e)))
+    if bool(unmatched.any()) or not bool(torch.isfinite(g[finite_e]).all()):
+        return float("inf"), size
+    return float(torch.linalg.vector_norm((g - e)[finite_e])), size
+
+
+def _norm_share_mask(g: torch.Tensor, e: torch.Tensor, diff: torch.Tensor, atol: float,
+                     rtol: float) -> torch.Tensor:
+    """Elementwise "close" for a norm comparison, for diagnoses and the listed mismatches: within
+    its even share of the allowed error, (atol + rtol * ||e||_F) / sqrt(n), and finite (or equal
+    to a non-finite truth). When the norm comparison fails, some element exceeds its share (the
+    shares' squares sum to the allowance's square), so a failure always marks elements."""
+    finite_e = torch.isfinite(e)
+    n = max(1, e.numel())
+    allowed = (atol + rtol * float(torch.linalg.vector_norm(e[finite_e]))) / math.sqrt(n)
+    return torch.where(finite_e, (diff <= allowed) & torch.isfinite(g), g == e)
+
+
+def _compare_norm(got: torch.Tensor, expected: torch.Tensor, label: str, atol: float,
+                  rtol: float) -> Comparison:
+    """||got - expected||_F <= atol + rtol * ||expected||_F, in float64. max_rel_err is the
+    relative Frobenius error (the figure compared); a zero truth needs got within atol of 0."""
+    err, size = norm_error(got, expected)
+    total = got.numel()
+    ok = err <= atol + rtol * size
+    g, e = got.detach().double(), expected.detach().double().to(got.device)
+    diff = (g - e).abs()
+    finite_diff = diff[torch.isfinite(diff)]
+    max_abs = float(finite_diff.max()) if finite_diff.numel() == diff.numel() else float("inf")
+    rel = err / size if size > 0 else (0.0 if err == 0 else float("inf"))
+    result = Comparison(ok=ok, max_abs_err=max_abs, max_rel_err=rel if math.isfinite(rel) else None,
+                        mismatched=0, total=total)
+    if ok:
+        return result
+    close = _norm_share_mask(g, e, diff, atol, rtol)
+    bad = ~close
+    result.mismatched = int(bad.sum())
+    idx = torch.nonzero(bad)[:MAX_LISTED].tolist()
+    result.mismatches = [
+        {"index": i, "got": _scalar(g[tuple(i)]), "expected": _scalar(e[tuple(i)])} for i in idx
+    ]
+    floor = f"{atol:g} + " if atol else ""
+    if size > 0:
+        measured = f"relative Frobenius error ||got - truth|| / ||truth|| = {rel:.3g}"
+    else:
+        measured = f"the truth is all zeros and ||got||_F = {err:.3g}"
+    msg = (f"{label}: {measured}, above the tolerance {floor}{rtol:g} (compared normwise, "
+           f"||got - truth||_F <= {floor}{rtol:g} * ||truth||_F)")
+    nan_bad = int((torch.isnan(g) & torch.isfinite(e)).sum())
+    inf_bad = int((torch.isinf(g) & torch.isfinite(e)).sum())
+    if nan_bad:
+        msg += (f"; {nan_bad} of {total} elements are NaN: outputs are filled with NaN before the "
+                "call, so NaN often means elements your kernel never wrote (or a 0/0, an overflow)")
+    if inf_bad:
+        msg += f"; {inf_bad} of {total} elements are inf (overflow?)"
+    result.message = msg
+    return result
 
 
 def _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp, scaled=False) -> str:
