@@ -57,7 +57,7 @@ EPS = 1e-7
 
 # Gram tiles are square, so that a tile and its mirror image have the same shape. 128 x 128 x 64
 # bf16 with 8 warps (two warpgroups of wgmma on Hopper) and 4 pipeline stages (4 x 32 KiB of
-# shared memory).
+# shared memory). Matrices smaller than a tile get smaller tiles (`_tile`).
 GRAM_BLOCK, GRAM_BLOCK_K, GRAM_WARPS, GRAM_STAGES = 128, 64, 8, 4
 # a X + B X: the Triton matmul tutorial's best Hopper tile for 16-bit inputs.
 MM_BLOCK_M, MM_BLOCK_N, MM_BLOCK_K, MM_WARPS, MM_STAGES = 128, 256, 64, 8, 3
@@ -169,9 +169,13 @@ def update_kernel(b_ptr, x_ptr, out_ptr, R, C, stride_b, stride_x, out_stride_r,
     rm = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
+    mask = (rm[:, None] < R) & (rn[None, :] < C)
+    # The accumulator starts as alpha * X's own tile: the axpy costs nothing in the epilogue, and
+    # no second 128 x 256 tile competes with the accumulator for registers after the loop.
+    x_tile = tl.load(x_ptr + rm[:, None] * stride_x + rn[None, :], mask=mask, other=0.0)
+    acc = alpha * x_tile.to(tl.float32)
     b_ptrs = b_ptr + (rm % R)[:, None] * stride_b + rk[None, :]
     x_ptrs = x_ptr + rk[:, None] * stride_x + (rn % C)[None, :]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, R, BLOCK_K):
         if EVEN_K:
             b = tl.load(b_ptrs)
@@ -185,32 +189,37 @@ def update_kernel(b_ptr, x_ptr, out_ptr, R, C, stride_b, stride_x, out_stride_r,
         acc = tl.dot(b, x, acc)
         b_ptrs += BLOCK_K
         x_ptrs += BLOCK_K * stride_x
-    mask = (rm[:, None] < R) & (rn[None, :] < C)
-    x_tile = tl.load(x_ptr + rm[:, None] * stride_x + rn[None, :], mask=mask, other=0.0)
-    acc += alpha * x_tile.to(tl.float32)
     tl.store(out_ptr + rm[:, None] * out_stride_r + rn[None, :] * out_stride_c,
              acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+def _tile(n, cap):
+    # The largest tile the matrix can fill (at least 16, tl.dot's minimum): small matrices get
+    # small tiles, every size that matters for speed gets the full-size Hopper tile.
+    return min(cap, max(16, triton.next_power_of_2(n)))
+
+
 def _gram(x, out, alpha=1.0, beta=0.0, c=None, dot_f32=False):
     R, K = x.shape
-    n_tiles = triton.cdiv(R, GRAM_BLOCK)
+    block, block_k = _tile(R, GRAM_BLOCK), _tile(K, GRAM_BLOCK_K)
+    n_tiles = triton.cdiv(R, block)
     gram_kernel[(n_tiles * n_tiles,)](
         x, c if c is not None else x, out, R, K, x.stride(0),
         c.stride(0) if c is not None else 0, out.stride(0), alpha, beta,
-        HAS_C=c is not None, BLOCK=GRAM_BLOCK, BLOCK_K=GRAM_BLOCK_K, GROUP=GROUP_M,
-        EVEN_K=K % GRAM_BLOCK_K == 0, DOT_F32=dot_f32,
-        num_warps=GRAM_WARPS, num_stages=GRAM_STAGES)
+        HAS_C=c is not None, BLOCK=block, BLOCK_K=block_k, GROUP=GROUP_M,
+        EVEN_K=K % block_k == 0, DOT_F32=dot_f32,
+        num_warps=GRAM_WARPS if block == GRAM_BLOCK else 4, num_stages=GRAM_STAGES)
 
 
 def _update(b, x, out, alpha, dot_f32=False):
     R, C = x.shape
-    grid = (triton.cdiv(R, MM_BLOCK_M) * triton.cdiv(C, MM_BLOCK_N),)
+    block_m, block_n, block_k = _tile(R, MM_BLOCK_M), _tile(C, MM_BLOCK_N), _tile(R, MM_BLOCK_K)
+    grid = (triton.cdiv(R, block_m) * triton.cdiv(C, block_n),)
     update_kernel[grid](
         b, x, out, R, C, b.stride(0), x.stride(0), out.stride(0), out.stride(1), alpha,
-        BLOCK_M=MM_BLOCK_M, BLOCK_N=MM_BLOCK_N, BLOCK_K=MM_BLOCK_K, GROUP=GROUP_M,
-        EVEN_K=R % MM_BLOCK_K == 0, DOT_F32=dot_f32,
-        num_warps=MM_WARPS, num_stages=MM_STAGES)
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP=GROUP_M,
+        EVEN_K=R % block_k == 0, DOT_F32=dot_f32,
+        num_warps=MM_WARPS if block_m * block_n >= 128 * 128 else 4, num_stages=MM_STAGES)
 
 
 def newton_schulz(g: torch.Tensor, steps: int) -> torch.Tensor:
