@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from grader import diagnose, handover
+from grader.value_diagnosis import analyse
 from grader.compare import compare_values
 from grader.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
 from grader.kata import Kata, load_kata
@@ -135,7 +136,7 @@ class Checker:
                                       _first_line(verdict["message"]))
         downgraded = ((lambda: self.downgraded(task, inputs, saved))
                       if dtype == "float32" and leaf["got"].dtype == torch.float32 else None)
-        return diagnose.analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
+        return analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
                                 rtol=leaf["rtol"], ulp=leaf["ulp"], inputs=inputs,
                                 downgraded=downgraded, scale=leaf.get("scale"))
 
@@ -347,8 +348,23 @@ def serve(request_path: str, requests, replies) -> int:
     return 0
 
 
+def _profiled(run) -> int:
+    """run() under cProfile, its top functions appended to $KATA_CHECKER_PROFILE (where a GPU
+    grade's checking time goes: docs/PERFORMANCE.md)."""
+    import cProfile
+    import os
+    import pstats
+    profile = cProfile.Profile()
+    code = profile.runcall(run)
+    with open(os.environ["KATA_CHECKER_PROFILE"], "a") as f:
+        pstats.Stats(profile, stream=f).sort_stats("cumulative").print_stats(45)
+    return code
+
+
 if __name__ == "__main__":
+    import os
     # Answers go to the real stdout; anything else that prints (warnings) goes to stderr.
     out = sys.stdout
     sys.stdout = sys.stderr
-    sys.exit(serve(sys.argv[1], sys.stdin, out))
+    serving = lambda: serve(sys.argv[1], sys.stdin, out)  # noqa: E731
+    sys.exit(_profiled(serving) if os.environ.get("KATA_CHECKER_PROFILE") else serving())

@@ -51,11 +51,15 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+CHUNK_ELEMENTS = 1 << 25  # compared at a time: float64 temporaries of ~256 MB each, not of the output
+
+
 def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mode: str,
                    atol: float = 0.0, rtol: float = 0.0, ulp: int = 0,
                    scale: torch.Tensor | None = None) -> Comparison:
     """Compare values of a tensor that already passed check_tensor_type. scale: each element's
-    magnitude for rtol (allclose), in place of |expected|."""
+    magnitude for rtol (allclose), in place of |expected|. Large outputs are compared a slice
+    at a time (a 1e9-element gradient would need tens of GB of float64 temporaries at once)."""
     got = got.detach()
     expected = expected.detach().to(got.device)
     total = got.numel()
@@ -63,29 +67,42 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
         return Comparison(ok=True, total=0, mismatched=0)
     if mode == "norm":
         return _compare_norm(got, expected, label, atol, rtol)
-    close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp, scale=scale)
-
-    finite_diff = diff[torch.isfinite(diff)]
-    max_abs = float(finite_diff.max()) if finite_diff.numel() else None
-    if finite_diff.numel() != diff.numel():
-        max_abs = float("inf")
-    # Relative error only where it means something: expected values that do not round to 0.
-    meaningful = e.abs() > max(atol, 1e-30)
-    rel = diff[meaningful] / e.abs()[meaningful]
-    finite_rel = rel[torch.isfinite(rel)]
-    max_rel = float(finite_rel.max()) if finite_rel.numel() else None
-
-    bad = ~close
-    n_bad = int(bad.sum())
+    flat_got, flat_exp = got.reshape(-1), expected.reshape(-1)
+    flat_scale = None if scale is None else scale.to(got.device).expand_as(expected).reshape(-1)
+    max_abs = max_rel = None
+    n_bad, mismatches, message_parts = 0, [], None
+    nan_bad = inf_bad = 0
+    for start in range(0, total, CHUNK_ELEMENTS):
+        part = slice(start, start + CHUNK_ELEMENTS)
+        close, g, e, diff = close_mask(flat_got[part], flat_exp[part], mode=mode, atol=atol, rtol=rtol,
+                                       ulp=ulp, scale=None if flat_scale is None else flat_scale[part])
+        finite = torch.isfinite(diff)
+        if not bool(finite.all()):
+            max_abs = float("inf")
+        elif max_abs != float("inf"):
+            max_abs = max(max_abs or 0.0, float(diff.max()))
+        # Relative error only where it means something: expected values that do not round to 0.
+        meaningful = e.abs() > max(atol, 1e-30)
+        rel = diff[meaningful] / e.abs()[meaningful]
+        finite_rel = rel[torch.isfinite(rel)]
+        if finite_rel.numel():
+            max_rel = max(max_rel or 0.0, float(finite_rel.max()))
+        bad = ~close
+        chunk_bad = int(bad.sum())
+        if chunk_bad:
+            n_bad += chunk_bad
+            nan_bad += int((torch.isnan(g) & bad).sum())
+            inf_bad += int((torch.isinf(g) & bad & torch.isfinite(e)).sum())
+            if len(mismatches) < MAX_LISTED:
+                for i in torch.nonzero(bad).flatten()[:MAX_LISTED - len(mismatches)].tolist():
+                    mismatches.append({"index": _unravel(start + i, tuple(got.shape)),
+                                       "got": _scalar(g[i]), "expected": _scalar(e[i])})
     result = Comparison(ok=n_bad == 0, max_abs_err=max_abs, max_rel_err=max_rel,
                         mismatched=n_bad, total=total)
     if n_bad:
-        idx = torch.nonzero(bad)[:MAX_LISTED].tolist()
-        result.mismatches = [
-            {"index": i, "got": _scalar(g[tuple(i)]), "expected": _scalar(e[tuple(i)])} for i in idx
-        ]
-        result.message = _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp,
-                                           scaled=scale is not None)
+        result.mismatches = mismatches
+        result.message = _mismatch_message(label, n_bad, total, mode, atol, rtol, ulp, nan_bad,
+                                           inf_bad, scaled=scale is not None)
     return result
 
 
@@ -112,37 +129,51 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
         close = (distance <= ulp) & torch.isfinite(got.double())
         g, e, diff = got.double(), e_rounded.double(), (got.double() - e_rounded.double()).abs()
     elif mode == "norm":
+        # Elementwise only for diagnoses: each element within its even share of the allowance
+        # (the norm itself is judged by compare_values, over the whole tensor).
         g, e = got.double(), expected.double()
         diff = (g - e).abs()
-        close = _norm_share_mask(g, e, diff, atol, rtol)
+        _, size = norm_error(got, expected)
+        close = _norm_share_mask(g, e, diff, _share(atol, rtol, size, e.numel()))
     else:
         raise ValueError(f"unknown comparison mode {mode}")
     return close, g, e, diff
+
+
+def _norm_parts(got: torch.Tensor, expected: torch.Tensor):
+    """(start, got, expected) float64 slices of the flattened tensors, CHUNK_ELEMENTS at a time."""
+    flat_got, flat_exp = got.detach().reshape(-1), expected.detach().to(got.device).reshape(-1)
+    for start in range(0, flat_got.numel(), CHUNK_ELEMENTS):
+        part = slice(start, start + CHUNK_ELEMENTS)
+        yield start, flat_got[part].double(), flat_exp[part].double()
 
 
 def norm_error(got: torch.Tensor, expected: torch.Tensor) -> tuple[float, float]:
     """(||got - expected||_F, ||expected||_F) in float64. The first is inf when got holds a NaN or
     inf where the truth is finite, or differs from a non-finite truth (which must be matched
     exactly, as in allclose); both norms run over the elements whose truth is finite."""
-    g, e = got.detach().double(), expected.detach().double().to(got.device)
-    finite_e = torch.isfinite(e)
-    size = float(torch.linalg.vector_norm(e[finite_e]))
-    unmatched = ~finite_e & ~((g == e) | (torch.isnan(g) & torch.isnan(e)))
-    if bool(unmatched.any()) or not bool(torch.isfinite(g[finite_e]).all()):
-        return float("inf"), size
-    return float(torch.linalg.vector_norm((g - e)[finite_e])), size
+    err2 = size2 = 0.0
+    broken = False
+    for _, g, e in _norm_parts(got, expected):
+        finite_e = torch.isfinite(e)
+        size2 += float(e[finite_e].square().sum())
+        unmatched = ~finite_e & ~((g == e) | (torch.isnan(g) & torch.isnan(e)))
+        if bool(unmatched.any()) or not bool(torch.isfinite(g[finite_e]).all()):
+            broken = True
+        elif not broken:
+            err2 += float((g - e)[finite_e].square().sum())
+    return (float("inf") if broken else math.sqrt(err2)), math.sqrt(size2)
 
 
-def _norm_share_mask(g: torch.Tensor, e: torch.Tensor, diff: torch.Tensor, atol: float,
-                     rtol: float) -> torch.Tensor:
-    """Elementwise "close" for a norm comparison, for diagnoses and the listed mismatches: within
-    its even share of the allowed error, (atol + rtol * ||e||_F) / sqrt(n), and finite (or equal
-    to a non-finite truth). When the norm comparison fails, some element exceeds its share (the
-    shares' squares sum to the allowance's square), so a failure always marks elements."""
-    finite_e = torch.isfinite(e)
-    n = max(1, e.numel())
-    allowed = (atol + rtol * float(torch.linalg.vector_norm(e[finite_e]))) / math.sqrt(n)
-    return torch.where(finite_e, (diff <= allowed) & torch.isfinite(g), g == e)
+def _share(atol: float, rtol: float, size: float, n: int) -> float:
+    """An element's even share of a norm's allowance: (atol + rtol * ||e||_F) / sqrt(n). If every
+    element is within it, the norm passes (the shares' squares sum to the allowance's square),
+    so a failing norm always has elements beyond it: those are listed and diagnosed."""
+    return (atol + rtol * size) / math.sqrt(max(1, n))
+
+
+def _norm_share_mask(g: torch.Tensor, e: torch.Tensor, diff: torch.Tensor, share: float) -> torch.Tensor:
+    return torch.where(torch.isfinite(e), (diff <= share) & torch.isfinite(g), g == e)
 
 
 def _compare_norm(got: torch.Tensor, expected: torch.Tensor, label: str, atol: float,
@@ -151,23 +182,29 @@ def _compare_norm(got: torch.Tensor, expected: torch.Tensor, label: str, atol: f
     relative Frobenius error (the figure compared); a zero truth needs got within atol of 0."""
     err, size = norm_error(got, expected)
     total = got.numel()
-    ok = err <= atol + rtol * size
-    g, e = got.detach().double(), expected.detach().double().to(got.device)
-    diff = (g - e).abs()
-    finite_diff = diff[torch.isfinite(diff)]
-    max_abs = float(finite_diff.max()) if finite_diff.numel() == diff.numel() else float("inf")
     rel = err / size if size > 0 else (0.0 if err == 0 else float("inf"))
-    result = Comparison(ok=ok, max_abs_err=max_abs, max_rel_err=rel if math.isfinite(rel) else None,
+    result = Comparison(ok=err <= atol + rtol * size, max_rel_err=rel if math.isfinite(rel) else None,
                         mismatched=0, total=total)
-    if ok:
+    share = _share(atol, rtol, size, total)
+    n_bad = nan_bad = inf_bad = 0
+    max_abs = 0.0
+    for start, g, e in _norm_parts(got, expected):
+        diff = (g - e).abs()
+        finite = torch.isfinite(diff)
+        max_abs = float("inf") if not bool(finite.all()) else max(max_abs, float(diff.max()))
+        if result.ok:
+            continue
+        bad = ~_norm_share_mask(g, e, diff, share)
+        n_bad += int(bad.sum())
+        nan_bad += int((torch.isnan(g) & torch.isfinite(e)).sum())
+        inf_bad += int((torch.isinf(g) & torch.isfinite(e)).sum())
+        for i in torch.nonzero(bad).flatten()[:MAX_LISTED - len(result.mismatches)].tolist():
+            result.mismatches.append({"index": _unravel(start + i, tuple(got.shape)),
+                                      "got": _scalar(g[i]), "expected": _scalar(e[i])})
+    result.max_abs_err = max_abs
+    if result.ok:
         return result
-    close = _norm_share_mask(g, e, diff, atol, rtol)
-    bad = ~close
-    result.mismatched = int(bad.sum())
-    idx = torch.nonzero(bad)[:MAX_LISTED].tolist()
-    result.mismatches = [
-        {"index": i, "got": _scalar(g[tuple(i)]), "expected": _scalar(e[tuple(i)])} for i in idx
-    ]
+    result.mismatched = n_bad
     floor = f"{atol:g} + " if atol else ""
     if size > 0:
         measured = f"relative Frobenius error ||got - truth|| / ||truth|| = {rel:.3g}"
@@ -175,8 +212,6 @@ def _compare_norm(got: torch.Tensor, expected: torch.Tensor, label: str, atol: f
         measured = f"the truth is all zeros and ||got||_F = {err:.3g}"
     msg = (f"{label}: {measured}, above the tolerance {floor}{rtol:g} (compared normwise, "
            f"||got - truth||_F <= {floor}{rtol:g} * ||truth||_F)")
-    nan_bad = int((torch.isnan(g) & torch.isfinite(e)).sum())
-    inf_bad = int((torch.isinf(g) & torch.isfinite(e)).sum())
     if nan_bad:
         msg += (f"; {nan_bad} of {total} elements are NaN: outputs are filled with NaN before the "
                 "call, so NaN often means elements your kernel never wrote (or a 0/0, an overflow)")
@@ -186,14 +221,23 @@ def _compare_norm(got: torch.Tensor, expected: torch.Tensor, label: str, atol: f
     return result
 
 
-def _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp, scaled=False) -> str:
+def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
+    """The multi-index of a flat position (plain arithmetic: torch.unravel_index imports sympy,
+    two seconds of a checker's first failure)."""
+    index = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return index[::-1]
+
+
+def _mismatch_message(label, n_bad, total, mode, atol, rtol, ulp, nan_bad, inf_bad,
+                      scaled=False) -> str:
     pct = 100.0 * n_bad / total
     of = " of the summed magnitude" if scaled else ""
     rule = {"allclose": f"atol={atol:g}, rtol={rtol:g}{of}", "exact": "exact match",
             "ulp": f"within {ulp} ULP"}[mode]
     msg = f"{label}: {n_bad} of {total} elements ({pct:.3g}%) out of tolerance ({rule})"
-    nan_bad = int((torch.isnan(g) & bad).sum())
-    inf_bad = int((torch.isinf(g) & bad & torch.isfinite(e)).sum())
     if nan_bad:
         msg += (f"; {nan_bad} are NaN: outputs are filled with NaN before the call, so NaN often "
                 "means elements your kernel never wrote (or a 0/0, exp overflow)")

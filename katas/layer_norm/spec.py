@@ -96,6 +96,18 @@ def reference_backward(dy, x, weight, mean, rstd):
     return dx, (dyd * xhat).sum(dim=0), dyd.sum(dim=0)
 
 
+def dx_magnitude(dy, x, weight, mean, rstd):
+    """The size of the terms dx is made of, rstd * (|g| + mean|g| + |xhat| * mean|g * xhat|):
+    what float32 rounding is relative to. dx is a difference of these terms: where they cancel
+    (a row of one column, or of equal values: variance 0, so rstd = 1/sqrt(eps) ~ 316 and dx is
+    exactly 0) any honest kernel is off by rstd times a few float32 ulps of g, far above a tiny
+    |dx|."""
+    r = rstd.double()[:, None]
+    xhat = (x.double() - mean.double()[:, None]) * r
+    g = (dy.double() * weight.double()).abs()
+    return r * (g + g.mean(dim=1, keepdim=True) + xhat.abs() * (g * xhat.abs()).mean(dim=1, keepdim=True))
+
+
 def eager_backward(dy, x, weight, mean, rstd):
     """The same backward in eager torch ops, one kernel per op."""
     dyf = dy.float()
