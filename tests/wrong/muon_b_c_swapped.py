@@ -5,6 +5,7 @@ adds A). The polynomial is then 3.4445 x + 2.0315 x^3 - 4.775 x^5, which pushes 
 above 1 further up: the iteration diverges to inf and NaN.
 """
 # expect-fail: small_wide
+# expect-diagnosis: non_finite
 
 import torch
 import triton

@@ -5,6 +5,7 @@ finite, but a X + b A X + c A^2 X is another polynomial, and the singular values
 elsewhere: the result is 25-55% off normwise.
 """
 # expect-fail: small_wide
+# expect-diagnosis: wrong_values
 
 import torch
 import triton

@@ -6,6 +6,7 @@ read from the wrong places, and X0 is a scrambled, wrongly scaled copy of g.
 """
 # expect-fail: transposed_wide
 # expect-fail: transposed_tall
+# expect-diagnosis: wrong_values
 
 import torch
 import triton

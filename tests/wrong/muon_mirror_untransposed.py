@@ -5,6 +5,7 @@ mirror position (n, m) as its transpose. This one writes tile (m, n) itself ther
 no longer symmetric (nor right) below the diagonal. Matrices of one tile (R <= 32) are right.
 """
 # expect-fail: small_wide
+# expect-diagnosis: wrong_values
 
 import torch
 import triton

@@ -5,6 +5,7 @@ for a 64 x 96 Gaussian g), its singular values far below the range where five st
 to about 1: the result is much smaller than it should be.
 """
 # expect-fail: small_wide
+# expect-diagnosis: wrong_values
 
 import torch
 import triton

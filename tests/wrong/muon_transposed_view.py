@@ -7,6 +7,7 @@ every tall case comes out wrong, the wide ones are right.
 """
 # expect-fail: small_tall
 # expect-fail: past_one_tile_tall
+# expect-diagnosis: wrong_values
 
 import torch
 import triton

@@ -6,6 +6,7 @@ up (x^5 per step) to inf, then NaN. Tiny inputs (|g| ~ 1e-4) stay finite, and wr
 """
 # expect-fail: small_wide
 # expect-fail: tiny_values
+# expect-diagnosis: non_finite
 
 import torch
 import triton
