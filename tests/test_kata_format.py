@@ -360,6 +360,81 @@ def test_cost_expressions_refuse_calls_outside_the_safe_set():
         evaluate("sqrt(-1)", {})
 
 
+def _newton_schulz_example():
+    raw = {raw["name"]: raw for raw in documented_examples()}["newton_schulz_example"]
+    return parse_kata(raw, Path("katas/newton_schulz_example"), Path("r.py")).tasks[0]
+
+
+def test_a_norm_compared_output_parses_with_its_tolerance_per_case():
+    task = _newton_schulz_example()
+    (out,) = task.outputs
+    assert out.compare == "norm" and out.norm == "0.01 + 0.02 * steps + 0.3 / min(M, N)"
+    small, one_step, bench = task.cases
+    # Whatever the dtype: (atol 0, rtol TOL), TOL evaluated on the case.
+    for dtype in ("bfloat16", "float32"):
+        tol = task.tolerance(dtype, out, small)
+        assert tol.atol == 0.0 and tol.rtol == pytest.approx(0.01 + 0.1 + 0.3 / 64)
+    assert task.tolerance("bfloat16", out, one_step).rtol == pytest.approx(0.01 + 0.02 + 0.15)
+    assert task.tolerance("bfloat16", out, bench).rtol == pytest.approx(0.11 + 0.3 / 8192)
+    assert task.tolerance("bfloat16", out).rtol == out.norm  # no case: as written
+
+
+def test_the_checker_compares_a_norm_output_as_a_whole():
+    import torch
+
+    from grader.checker import Checker
+    task = _newton_schulz_example()
+    checker = Checker.__new__(Checker)
+    checker.device = "cpu"
+    truth = torch.randn(64, 96, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    noise = torch.randn(64, 96, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    inputs = {"g": truth.float(), "steps": 5}
+    tol = 0.01 + 0.1 + 0.3 / 64
+
+    def saved(rel):
+        return {"out": [(truth + rel * noise * truth.norm() / noise.norm()).to(torch.bfloat16)]}
+    verdict = checker.compare(task, inputs, saved(0.9 * tol), "small", (truth,))
+    assert verdict["ok"] and verdict["max_rel_err"] == pytest.approx(0.9 * tol, rel=0.02)
+    verdict = checker.compare(task, inputs, saved(1.2 * tol), "small", (truth,))
+    assert not verdict["ok"] and "relative Frobenius error" in verdict["message"]
+    assert f"tolerance {tol:g}" in verdict["message"] and verdict["leaf"]["mode"] == "norm"
+    found = checker.diagnosis(task, inputs, saved(1.2 * tol), verdict, "float32")
+    assert found.code == "wrong_values" and "relative Frobenius error" in found.message
+
+
+@pytest.mark.parametrize("compare, error", [
+    ({"norm": -0.1}, "negative"),
+    ({"norm": "0.1 * K"}, "case 'small'.*'K'"),
+    ({"norm": "__import__('os')"}, "only arithmetic"),
+    ({"norm": 0.1, "ulp": 1}, "{norm: TOL} alone"),
+    ({"norm": True}, "number or an expression"),
+])
+def test_a_bad_norm_tolerance_is_refused_when_the_kata_loads(compare, error):
+    raw = {raw["name"]: raw for raw in documented_examples()}["newton_schulz_example"]
+    raw = yaml.safe_load(yaml.safe_dump(raw))
+    raw["tasks"][0]["returns"][0]["compare"] = compare
+    with pytest.raises(KataFormatError, match=error):
+        parse_kata(raw, Path("katas/newton_schulz_example"), Path("r.py"))
+
+
+def test_a_norm_output_takes_no_tolerance_table_nor_scale():
+    raw = {raw["name"]: raw for raw in documented_examples()}["newton_schulz_example"]
+    for extra, error in (({"tolerance": {"bfloat16": {"atol": 0, "rtol": 0.1}}}, "not from `tolerance`"),
+                         ({"scale": "magnitude"}, "allclose outputs only")):
+        bad = yaml.safe_load(yaml.safe_dump(raw))
+        bad["tasks"][0]["returns"][0].update(extra)
+        with pytest.raises(KataFormatError, match=re.escape(error)):
+            parse_kata(bad, Path("katas/newton_schulz_example"), Path("r.py"))
+
+
+def test_the_workspace_readme_says_a_norm_output_is_compared_as_a_whole():
+    from grader.catalog import get_kata
+    from grader.report import render_workspace_readme
+    text = render_workspace_readme(get_kata("muon"))
+    assert "- how each output is compared:" in text
+    assert "`out`: normwise" in text and "||got - truth||_F / ||truth||_F <= 0.01 + 0.02 * steps" in text
+
+
 def _cross_entropy_example(**budget):
     raw = yaml.safe_load(yaml.safe_dump({raw["name"]: raw for raw in documented_examples()}["cross_entropy"]))
     if budget:
