@@ -430,7 +430,6 @@ def test_a_changed_store_is_a_cheat_only_where_landlock_could_not_stop_the_write
     assert result.status == ("pass" if cheat is None else "error")
 
 
-<<<<<<< HEAD
 def test_small_scattered_errors_are_not_a_row_factor():
     # An AdamW step with eps inside the square root: the params move by ~1e-3, and where the
     # gradient is small the update is off by ~1e-5 of the weight. got / expected is 1 for most
@@ -441,7 +440,8 @@ def test_small_scattered_errors_are_not_a_row_factor():
     got[0, ::17] += 1e-5 * torch.rand(12, generator=gen, dtype=torch.float64)
     d = analyse(got.float(), truth, atol=1e-30, rtol=2e-6)
     assert d.code == "wrong_values", d
-=======
+
+
 # ---- norm-compared outputs (an iterated computation judged as a whole) --------------------------
 
 def _iterated(seed: int = 0) -> torch.Tensor:
@@ -479,4 +479,3 @@ def test_bf16_rounding_is_not_called_one_factor_per_row_under_a_norm():
     got = (1.3 * truth).to(torch.bfloat16)  # scaled, then rounded: ratios vary by a bf16 step
     d = analyse(got, truth, mode="norm", rtol=0.1)
     assert d.code == "wrong_values" and "relative Frobenius error 0.3" in d.message
->>>>>>> kata-muon
