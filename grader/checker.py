@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from grader import diagnose, handover
+from grader.value_diagnosis import analyse
 from grader.compare import compare_values
 from grader.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
 from grader.kata import Kata, load_kata
@@ -135,7 +136,7 @@ class Checker:
                                       _first_line(verdict["message"]))
         downgraded = ((lambda: self.downgraded(task, inputs, saved))
                       if dtype == "float32" and leaf["got"].dtype == torch.float32 else None)
-        return diagnose.analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
+        return analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
                                 rtol=leaf["rtol"], ulp=leaf["ulp"], inputs=inputs,
                                 downgraded=downgraded, scale=leaf.get("scale"))
 

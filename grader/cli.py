@@ -125,7 +125,8 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
                    "baseline's time, at most 60 s).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failing case.")
 @click.option("--keep-going", is_flag=True,
-              help="Time the bench cases even when a case failed (by default a wrong solution is not timed).")
+              help="Run every case, and time the bench cases, even when cases failed (by default a "
+                   "task stops after 3 failing cases, and a wrong solution is not timed).")
 @click.option("--memory", "memory_gib", type=click.FloatRange(min=0.5),
               help="CPU memory limit in GiB for the submission's process tree (default: half the machine, 4-32 GiB).")
 @click.option("--seed", type=int, help="Fix the input seed (to reproduce a failure); default: a fresh secret one.")
@@ -134,8 +135,11 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
 @handle_option
 @db_option
 @click.option("--no-record", is_flag=True, help="Do not record this grade in the results store.")
+@click.option("--case", "only_cases", multiple=True, metavar="NAME",
+              help="Run only this case (repeatable), e.g. the one that failed: a partial grade, "
+                   "never recorded.")
 def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going, memory_gib, seed,
-          kata_name, handle, db, no_record):
+          kata_name, handle, db, no_record, only_cases):
     """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
     from grader.report import ReportFormatError, report_format, to_json, write_report
     from grader.runner import grade as run_grade
@@ -147,18 +151,30 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
     except (WorkspaceError, ReportFormatError, UnknownKataError, KataFormatError) as exc:
         _usage_error(str(exc))
     mode = _resolve_mode(interpret, gpu)
+    if only_cases:
+        from grader.plan import build_plan
+        from grader.runner import select_cases
+        try:
+            select_cases(kata, build_plan(kata, mode), only_cases)
+        except ValueError as exc:
+            _usage_error(str(exc))
     if not as_json:
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
     progress = LiveProgress(kata) if not as_json and sys.stderr.isatty() else None
     result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout, memory_gib=memory_gib,
                        protected=_protected_paths(report, db), fail_fast=fail_fast,
-                       keep_going=keep_going, progress=progress)
+                       keep_going=keep_going, progress=progress, only_cases=only_cases or None)
     if progress:
         progress.finish()
-    if not no_record:
-        record_or_warn(result, db, handle)
-    from grader.cli_interview import after_grade
-    after_grade(solution, result)  # the workspace's record: kata list, kata solution, interviews
+    if only_cases:  # a partial grade says nothing about the kata: not recorded anywhere
+        if not as_json:
+            click.echo(f"Graded only case(s) {', '.join(result.only_cases)}: a partial grade, not "
+                       "recorded.", err=True)
+    else:
+        if not no_record:
+            record_or_warn(result, db, handle)
+        from grader.cli_interview import after_grade
+        after_grade(solution, result)  # the workspace's record: kata list, kata solution, interviews
     if report:
         write_report(result, report)
     if as_json:

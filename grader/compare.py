@@ -45,39 +45,57 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+CHUNK_ELEMENTS = 1 << 25  # compared at a time: float64 temporaries of ~256 MB each, not of the output
+
+
 def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mode: str,
                    atol: float = 0.0, rtol: float = 0.0, ulp: int = 0,
                    scale: torch.Tensor | None = None) -> Comparison:
     """Compare values of a tensor that already passed check_tensor_type. scale: each element's
-    magnitude for rtol (allclose), in place of |expected|."""
+    magnitude for rtol (allclose), in place of |expected|. Large outputs are compared a slice
+    at a time (a 1e9-element gradient would need tens of GB of float64 temporaries at once)."""
     got = got.detach()
     expected = expected.detach().to(got.device)
     total = got.numel()
     if total == 0:
         return Comparison(ok=True, total=0, mismatched=0)
-    close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp, scale=scale)
-
-    finite_diff = diff[torch.isfinite(diff)]
-    max_abs = float(finite_diff.max()) if finite_diff.numel() else None
-    if finite_diff.numel() != diff.numel():
-        max_abs = float("inf")
-    # Relative error only where it means something: expected values that do not round to 0.
-    meaningful = e.abs() > max(atol, 1e-30)
-    rel = diff[meaningful] / e.abs()[meaningful]
-    finite_rel = rel[torch.isfinite(rel)]
-    max_rel = float(finite_rel.max()) if finite_rel.numel() else None
-
-    bad = ~close
-    n_bad = int(bad.sum())
+    flat_got, flat_exp = got.reshape(-1), expected.reshape(-1)
+    flat_scale = None if scale is None else scale.to(got.device).expand_as(expected).reshape(-1)
+    max_abs = max_rel = None
+    n_bad, mismatches, message_parts = 0, [], None
+    nan_bad = inf_bad = 0
+    for start in range(0, total, CHUNK_ELEMENTS):
+        part = slice(start, start + CHUNK_ELEMENTS)
+        close, g, e, diff = close_mask(flat_got[part], flat_exp[part], mode=mode, atol=atol, rtol=rtol,
+                                       ulp=ulp, scale=None if flat_scale is None else flat_scale[part])
+        finite = torch.isfinite(diff)
+        if not bool(finite.all()):
+            max_abs = float("inf")
+        elif max_abs != float("inf"):
+            max_abs = max(max_abs or 0.0, float(diff.max()))
+        # Relative error only where it means something: expected values that do not round to 0.
+        meaningful = e.abs() > max(atol, 1e-30)
+        rel = diff[meaningful] / e.abs()[meaningful]
+        finite_rel = rel[torch.isfinite(rel)]
+        if finite_rel.numel():
+            max_rel = max(max_rel or 0.0, float(finite_rel.max()))
+        bad = ~close
+        chunk_bad = int(bad.sum())
+        if chunk_bad:
+            n_bad += chunk_bad
+            nan_bad += int((torch.isnan(g) & bad).sum())
+            inf_bad += int((torch.isinf(g) & bad & torch.isfinite(e)).sum())
+            if len(mismatches) < MAX_LISTED:
+                for i in torch.nonzero(bad).flatten()[:MAX_LISTED - len(mismatches)].tolist():
+                    index = list(torch.unravel_index(torch.tensor(start + i), got.shape)) if got.dim() else []
+                    mismatches.append({"index": [int(v) for v in index],
+                                       "got": _scalar(g[i]), "expected": _scalar(e[i])})
     result = Comparison(ok=n_bad == 0, max_abs_err=max_abs, max_rel_err=max_rel,
                         mismatched=n_bad, total=total)
     if n_bad:
-        idx = torch.nonzero(bad)[:MAX_LISTED].tolist()
-        result.mismatches = [
-            {"index": i, "got": _scalar(g[tuple(i)]), "expected": _scalar(e[tuple(i)])} for i in idx
-        ]
-        result.message = _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp,
-                                           scaled=scale is not None)
+        result.mismatches = mismatches
+        result.message = _mismatch_message(label, n_bad, total, mode, atol, rtol, ulp, nan_bad,
+                                           inf_bad, scaled=scale is not None)
     return result
 
 
@@ -108,14 +126,13 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
     return close, g, e, diff
 
 
-def _mismatch_message(label, g, e, bad, n_bad, total, mode, atol, rtol, ulp, scaled=False) -> str:
+def _mismatch_message(label, n_bad, total, mode, atol, rtol, ulp, nan_bad, inf_bad,
+                      scaled=False) -> str:
     pct = 100.0 * n_bad / total
     of = " of the summed magnitude" if scaled else ""
     rule = {"allclose": f"atol={atol:g}, rtol={rtol:g}{of}", "exact": "exact match",
             "ulp": f"within {ulp} ULP"}[mode]
     msg = f"{label}: {n_bad} of {total} elements ({pct:.3g}%) out of tolerance ({rule})"
-    nan_bad = int((torch.isnan(g) & bad).sum())
-    inf_bad = int((torch.isinf(g) & bad & torch.isfinite(e)).sum())
     if nan_bad:
         msg += (f"; {nan_bad} are NaN: outputs are filled with NaN before the call, so NaN often "
                 "means elements your kernel never wrote (or a 0/0, exp overflow)")

@@ -59,6 +59,11 @@ class ParentSampler:
         return self.line.ask("sample", key=self.key, call=call).get("set")
 
 
+# A task's remaining cases are not run once this many of its cases have failed (unless
+# --keep-going): a wrong submission's verdict in seconds, with enough failures to diagnose.
+FAILURES_PER_TASK = 3
+
+
 class GpuTurns:
     """Grades side by side on one GPU: their checked cases may overlap one another, but a grade
     that times has the GPU to itself (no case of another grade runs while it times)."""
@@ -111,6 +116,9 @@ class Referee(threading.Thread):
         self.forgeries: list[str] = []
         self.errors: list[str] = []  # the checker's own failures (a fault of the kata or grader)
         self.stopped_at: str | None = None  # the failing case --fail-fast stopped at
+        # Tasks given up on after FAILURES_PER_TASK failing cases: {task: failures}.
+        self.given_up: dict[str, int] = {}
+        self._failures: dict[str, int] = {}
         self.timing_skipped = False
         self.current: dict | None = None  # the case in flight: key, phase, started, limit_s
         self._chosen: dict[str, dict[int, int]] = {}
@@ -188,10 +196,18 @@ class Referee(threading.Thread):
         stop = self.fail_fast and not ok
         if stop:
             self.stopped_at = key
+        skip_task = False
+        if not ok and not self.keep_going:
+            task = self.plan[key]["task"]
+            self._failures[task] = self._failures.get(task, 0) + 1
+            if self._failures[task] >= FAILURES_PER_TASK:
+                # The verdict is in; more failing cases of this task cost seconds and say little.
+                skip_task = True
+                self.given_up[task] = self._failures[task]
         with self._lock:
             self.current = None
         self.progress({"type": "case", "key": key, "status": verdict.get("status")})
-        return {"ok": ok, "stop": stop}
+        return {"ok": ok, "stop": stop, "skip_task": skip_task}
 
     def _on_time(self, request, key):
         failed = [k for k, v in self.verdicts.items() if v.get("status") != "pass"]

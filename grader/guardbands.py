@@ -5,6 +5,8 @@ a tensor (an unmasked tail, a wrong offset) overwrites a band, which is checked 
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -52,17 +54,24 @@ def guarded_copy(t: torch.Tensor, label: str = "") -> tuple[torch.Tensor, Guarde
 
 class GuardedFactories(TorchDispatchMode):
     """While active, tensors made by the factories above come back inside guarded storage."""
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # no torch._dynamo import on the first op (grader.guards says why)
 
-    def __init__(self):
+
+    def __init__(self, pause=nullcontext):
         super().__init__()
         self.made: list[Guarded] = []
+        # Entered around each relocation: a memory meter pauses there (grader.memory_budget),
+        # since for that instant the new tensor exists twice, by the grader's doing.
+        self.pause = pause
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
         if (str(func.overloadpacket) in _FACTORIES and isinstance(result, torch.Tensor)
                 and type(result) is torch.Tensor and result.layout == torch.strided
                 and not result.is_quantized and result.device.type in ("cpu", "cuda")):
-            with grader_machinery():  # the grader's copy, whatever the kata forbids
+            with grader_machinery(), self.pause():  # the grader's copy, whatever the kata forbids
                 result, guard = guarded_copy(result, "a tensor it allocated")
             self.made.append(guard)
         return result

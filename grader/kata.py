@@ -16,6 +16,7 @@ import yaml
 from grader.allowed_ops import HOST_READS, is_op_name
 from grader.costexpr import CostExpressionError, evaluate, parse
 from grader.limits import GRADE_LIMIT_S
+from grader.memory_budget import MemoryBudget, MemoryBudgetError, check_cases, parse_memory_budget
 
 MODES = ("interpret", "gpu")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -133,6 +134,8 @@ class Task:
     cost_flops: str | None = None
     skip: tuple[SkipRule, ...] = ()
     property_fn: str | None = None  # check: {property: FN}: judged by spec.FN, not a ground truth
+    # GPU memory a call may use beyond its inputs and outputs (grader.memory_budget); None: no cap
+    memory_budget: MemoryBudget | None = None
 
     @property
     def returns(self) -> tuple[OutputSpec, ...]:
@@ -342,6 +345,7 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
         forbidden=forbidden, allowed_ops=allowed_ops,
         cost_bytes=cost.get("bytes"), cost_flops=cost.get("flops"), skip=skip,
         property_fn=_parse_check(raw.get("check"), where),
+        memory_budget=_parse_memory_budget(raw.get("memory_budget"), cases, where),
     )
     _check_cost_expressions(task, where)
     _check_tolerance_expressions(task, where)
@@ -360,6 +364,18 @@ def _parse_allowed_ops(raw: Any, where: str) -> tuple[str, ...]:
         if name.startswith("torch."):
             raise KataFormatError(f"{where}: allowed_ops entry {name!r}: name the aten op (aten.{name.split('.')[-1]})")
     return tuple(names)
+
+
+def _parse_memory_budget(raw: Any, cases: tuple[Case, ...], where: str) -> MemoryBudget | None:
+    """`memory_budget: {bytes: EXPR, what, advice}`, its expression checked on every case."""
+    try:
+        budget = parse_memory_budget(raw)
+        if budget is not None:
+            check_cases(budget, cases, where)
+    except MemoryBudgetError as exc:
+        message = str(exc)
+        raise KataFormatError(message if message.startswith(where) else f"{where}: {message}") from None
+    return budget
 
 
 def _parse_check(raw: Any, where: str) -> str | None:

@@ -1,7 +1,9 @@
 """The change made to a timed input before every call, replayable from a seed.
 
 Before each timed call of the submission, a short run of elements of one floating-point input is
-halved (stays finite, keeps its sign: valid wherever the input was), so no call sees the
+halved (stays finite, keeps its sign: valid wherever the input was); a kata with no float input
+(an INT8 GEMM) has an integer one halved toward zero instead (it keeps its sign and its range, so
+a valid index stays valid). So no call sees the
 contents of an earlier one and a cache keyed on the contents misses. The changes come from a
 `random.Random` seeded per case, consumed by the submission's calls alone, so the trusted
 checker can replay them and rebuild the exact inputs of any timed call it is asked to verify.
@@ -32,6 +34,8 @@ class Perturber:
 
     def __call__(self, args) -> None:
         floats = [t for t in tensors(args) if t.is_floating_point() and t.numel()]
+        if not floats:  # integers only: halving toward zero keeps them valid
+            floats = [t for t in tensors(args) if t.dtype != torch.bool and t.numel()]
         if not floats:
             return
         t = floats[self.rng.randrange(len(floats))]
@@ -40,9 +44,26 @@ class Perturber:
             last = t.shape[-1]
             start = index[-1]
             stop = min(last, start + 1 + self.rng.randrange(SPAN))
-            t[tuple(index[:-1])][start:stop].mul_(0.5)
+            _halve(t[tuple(index[:-1])][start:stop])
         else:
-            t.mul_(0.5)
+            _halve(t)
+
+
+# Float dtypes torch has no arithmetic kernels for (mul_ raises "not implemented" on the CPU and
+# on CUDA): their span is halved through float32. Halving is exact there but for subnormals,
+# which round to nearest even, the same on every device.
+_NO_ARITHMETIC = {getattr(torch, name) for name in (
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+    if hasattr(torch, name)}
+
+
+def _halve(span: torch.Tensor) -> None:
+    if not span.is_floating_point():
+        span.div_(2, rounding_mode="trunc")
+    elif span.dtype in _NO_ARITHMETIC:
+        span.copy_((span.float() * 0.5).to(span.dtype))
+    else:
+        span.mul_(0.5)
 
 
 def replay(sets: list, seed: int, calls: int, per_call_all_sets: bool) -> None:

@@ -104,6 +104,8 @@ class GradeResult:
     # What went wrong, once per code: {code, count, first_case, message, advice}.
     diagnoses: list[dict[str, Any]] = field(default_factory=list)
     sandbox: dict[str, Any] = field(default_factory=dict)  # the limits the submission ran under
+    # The cases this grade was limited to (`kata grade --case`): a partial grade, never recorded.
+    only_cases: list[str] | None = None
 
     @property
     def cases(self) -> list[CaseResult]:

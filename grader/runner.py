@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -53,6 +54,7 @@ class WorkerRun:
     stopped_at: str | None = None  # the failing case --fail-fast stopped at
     timing_skipped: bool = False  # a case failed, so the bench cases were not timed
     timeline: list = field(default_factory=list)  # the referee's (when, op, key)
+    given_up: dict[str, int] = field(default_factory=dict)  # tasks stopped after their failures
 
     @property
     def timed_out(self) -> bool:
@@ -68,12 +70,17 @@ def default_mode() -> str:
 def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,
           timeout_s: float | None = None, memory_gib: float | None = None,
           protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
-          progress=None, case_timeout_s: float | None = None, turns=None) -> GradeResult:
+          progress=None, case_timeout_s: float | None = None, turns=None,
+          only_cases: Sequence[str] | None = None) -> GradeResult:
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
-    fail_fast: stop at the first failing case. keep_going: time the bench cases even when a
-    case failed (by default a wrong submission is not timed). progress(event): told of each
+    fail_fast: stop at the first failing case. keep_going: run every case, and time the bench
+    cases, even when cases failed (by default a task stops after control.FAILURES_PER_TASK
+    failing cases, and a wrong submission is not timed). progress(event): told of each
     case as it starts and ends ({"type": "start"|"case", "key", "phase", "status"}).
+    only_cases: run only the cases of these names (in every task that has one), to rerun a
+    failing case in seconds; such a grade is partial (result.only_cases says so). An unknown
+    name raises ValueError.
     """
     submission = Path(submission).resolve()
     mode = mode or default_mode()
@@ -83,6 +90,8 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
         memory_bytes=int(memory_gib * watchdog.GIB) if memory_gib else watchdog.default_memory_bytes(),
         processes=MAX_PROCESSES, output_bytes=OUTPUT_CAP_BYTES)
     plan = build_plan(kata, mode)
+    if only_cases:
+        plan = select_cases(kata, plan, only_cases)
     started = time.monotonic()
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
                "case_cap_s": case_timeout_s or timeout_s, "turns": turns}
@@ -94,7 +103,19 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
             trace.write(f"{time.monotonic() - started:8.3f} end\n")
     result = _assemble(kata, submission, mode, seed, plan, run, limits)
     result.duration_s = round(time.monotonic() - started, 2)
+    if only_cases:
+        result.only_cases = sorted(set(only_cases))
     return result
+
+
+def select_cases(kata: Kata, plan: list[PlannedCase], names: Sequence[str]) -> list[PlannedCase]:
+    """The planned cases named in `names`; ValueError naming the kata's cases for a name it lacks."""
+    known = {c.name for t in kata.tasks for c in t.cases}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise ValueError(f"{kata.name} has no case named {', '.join(unknown)}; its cases: "
+                         f"{', '.join(sorted(known))}")
+    return [p for p in plan if p.case in set(names)]
 
 
 def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
@@ -186,7 +207,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         return WorkerRun(events, None if breach else proc.returncode, breach,
                          _read_output(output_path), corrupt, changed, referee.verdicts,
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
-                         referee.timeline)
+                         referee.timeline, referee.given_up)
 
 
 def _overdue(referee: Referee, plan: list[dict], kata: Kata) -> watchdog.Breach | None:
@@ -416,6 +437,9 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
                 stop_named = True
             elif run.stopped_at and case.status == NOT_RUN:
                 case.message = "not run: --fail-fast stopped at the first failing case"
+            elif task.name in run.given_up and case.status == NOT_RUN:
+                case.message = (f"not run: {run.given_up[task.name]} cases of {task.name} already "
+                                "failed; fix those first (--keep-going runs every case)")
             _name_findings(case, detail, findings)
             cases.append(case)
         tasks.append(TaskResult(name=task.name, threshold=task.threshold,

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 import triton
 
-from grader import handover, integrity, launches, sandbox
+from grader import handover, integrity, launches, memory_budget, sandbox
 from grader.allowed_ops import describe, effective_allowed
 from grader.control import ParentGone, ParentLine, ParentSampler
 from grader.ceilings import cache_key
@@ -213,22 +213,34 @@ class CaseRunner:
         result = {"task": self.task.name, "name": planned["case"], "dtype": planned["dtype"],
                   "shape": list(first.shape) if first is not None else None,
                   "hidden": planned["hidden"], "status": "ran", "message": "", "cheat": None}
+        budget = self._memory_budget(planned)
         try:
-            outputs = {"first": self._checked_call(inputs, guards)}
+            outputs = {"first": self._checked_call(inputs, guards, budget=budget)}
             fresh = self.inputs(planned, AGAIN)
             inputs = {name: _copy_contents(inputs[name], fresh[name]) for name in inputs}
-            outputs["again"] = self._checked_call(inputs, guards, again=True)
+            outputs["again"] = self._checked_call(inputs, guards, again=True, budget=budget)
         except CaseProblem as problem:
             result.update(status=problem.status, message=problem.message, cheat=problem.cheat)
             return result
         result["outputs"] = outputs
         return result
 
-    def _checked_call(self, inputs: dict, input_guards: list, again: bool = False) -> str:
+    def _memory_budget(self, planned) -> tuple[float, str, str] | None:
+        """(bytes, what, advice) of the task's memory budget for this case, where it is
+        measured: on a GPU (the interpreter has no peak-memory counter)."""
+        budget = self.task.memory_budget
+        if budget is None or self.device != "cuda":
+            return None
+        itemsize = getattr(torch, planned["dtype"]).itemsize
+        return budget.limit(self.cases[planned["case"]].params, itemsize), budget.what, budget.advice
+
+    def _checked_call(self, inputs: dict, input_guards: list, again: bool = False,
+                      budget: tuple[float, str, str] | None = None) -> str:
         """Call the submission once under every guard; returns the file its outputs went to."""
         args = [inputs[a] for a in self.task.args]
         before = [g.buffer.clone() for g in input_guards]
-        returned, launched = self._call(args)
+        meter = memory_budget.PeakMeter(active=budget is not None)
+        returned, launched = self._call(args, meter)
         outputs = self._collect_outputs(returned, inputs)
         self._check_outputs(outputs, inputs)
         produced = sum(t.numel() for got in outputs.values() for _, t in flatten(got, "")
@@ -247,22 +259,31 @@ class CaseRunner:
             if root not in self.task.inplace and not torch.equal(guard.buffer, snapshot):
                 raise CaseProblem(f"input '{guard.label}' was modified; only the outputs may be written",
                                   "input_mutated")
+        if budget is not None:
+            returned_leaves = [t for o in self.task.returns for _, t in flatten(outputs[o.name], o.name)]
+            over = memory_budget.judge(meter.extra - memory_budget.output_bytes(returned_leaves), *budget)
+            if over:
+                raise CaseProblem(over)  # a design flaw, not a cheat: the diagnosis memory_budget
         return self._save(outputs)
 
-    def _call(self, args) -> tuple[object, int]:
-        """(what the submission returned, how many Triton kernels it launched)."""
+    def _call(self, args, meter: memory_budget.PeakMeter | None = None) -> tuple[object, int]:
+        """(what the submission returned, how many Triton kernels it launched); `meter`, when
+        active, measures the call's peak GPU memory (grader.memory_budget)."""
         seen: list[str] = []
-        factories = GuardedFactories()
+        meter = meter or memory_budget.PeakMeter(active=False)
+        factories = GuardedFactories(pause=meter.excluded)
         threads_before = set(threading.enumerate())
         violations_before = len(sandbox.violations)
         stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
         launches.log.start(stream)
         error = None
+        meter.start()
         try:
             with submission_guards(self.python_forbidden, self.aten_forbidden, seen), factories, \
                     watch_torch_compute(self.torch_allowed) as self.torch_ops:
                 returned = self.fn(*args)
             _sync(self.device)
+            meter.stop()
         except NotImplementedError as exc:
             raise CaseProblem(f"not implemented yet: {self.task.name} raised "
                               f"NotImplementedError({str(exc)!r})", status="error") from None
@@ -536,7 +557,10 @@ def main(request_path: str) -> int:
     compiled: set[str] = set()
     cap = request.get("case_cap_s")
     try:
+        given_up: set[str] = set()  # tasks whose remaining cases the parent said to skip
         for planned in plan:
+            if planned["task"] in given_up:
+                continue
             runner = runners[planned["task"]]
             reporter.emit({"type": "start", "key": planned["key"]})
             # The case's turn on the GPU starts before the baseline is run to set its limit: a
@@ -553,6 +577,9 @@ def main(request_path: str) -> int:
             runner.release(result.get("outputs") or {})
             if answer.get("stop"):
                 break
+            if answer.get("skip_task"):
+                given_up.add(planned["task"])
+                failed_tasks.add(planned["task"])
         # Correctness first: a submission that is already wrong is not timed (unless asked).
         if device == "cuda" and line.ask("time").get("time"):
             for planned in plan:

@@ -139,6 +139,24 @@ def test_grade_defaults_to_the_current_folder(solved_workspace, monkeypatch):
     assert "skipped" in result.output
 
 
+def test_grade_one_case_is_partial_and_not_recorded(solved_workspace, tmp_path):
+    db = tmp_path / "results.db"
+    result = invoke("grade", str(solved_workspace), "--interpret", "--json", "--case", "pow2_plus_1",
+                    "--db", str(db))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["only_cases"] == ["pow2_plus_1"]
+    assert {c["name"] for t in data["tasks"] for c in t["cases"]} == {"pow2_plus_1"}
+    history = invoke("history", "--db", str(db))
+    assert "vector_add" not in history.output
+
+
+def test_grade_an_unknown_case_is_a_usage_error(solved_workspace):
+    result = CliRunner().invoke(main, ["grade", str(solved_workspace), "--interpret", "--case", "pow2_plus_2"])
+    assert result.exit_code == 2
+    assert "no case named pow2_plus_2" in result.output and "pow2_plus_1" in result.output
+
+
 def test_grade_a_solution_file(solved_workspace):
     result = invoke("grade", str(solved_workspace / "solution.py"), "--interpret")
     assert result.exit_code == 0

@@ -127,6 +127,17 @@ def test_one_wrong_factor_per_row():
     assert "BLOCK_SIZE" in d.advice and "eps" in d.advice
 
 
+def test_exact_integers_off_by_a_unit_are_not_a_row_factor():
+    # An int32 GEMM summed in float32: results near 2.5e7 off by 1 or 2 (float32 spacing there
+    # is 2). Every row's got / expected is 1.0000000x: that is no scale factor.
+    gen = torch.Generator().manual_seed(4)
+    truth = torch.randint(24_000_000, 26_000_000, (8, 40), generator=gen).double()
+    got = (truth + torch.randint(-2, 3, (8, 40), generator=gen).double()).to(torch.int32)
+    got[0] = truth[0].to(torch.int32)  # one row right
+    d = analyse(got, truth, mode="exact")
+    assert d.code == "wrong_values", d
+
+
 def test_one_wrong_factor_per_column():
     truth = _rows(6, 50)
     w = torch.linspace(0.5, 2.0, 50, dtype=torch.float64)

@@ -39,6 +39,20 @@ def test_a_hang_is_reported_by_its_case_within_the_case_limit(tmp_path):
     assert hung[0].status == "error"
 
 
+def test_a_task_stops_after_three_failing_cases_unless_keep_going():
+    from grader.control import FAILURES_PER_TASK
+    result = grade(get_kata("vector_add"), WRONG / "vector_add_bad_mask.py", "interpret")
+    failed = [c for c in result.cases if c.status in ("fail", "error")]
+    not_run = [c for c in result.cases if c.status == "not_run"]
+    assert result.status == "fail" and len(failed) == FAILURES_PER_TASK
+    assert not_run and all("already failed" in c.message and "--keep-going" in c.message
+                           for c in not_run)
+    everything = grade(get_kata("vector_add"), WRONG / "vector_add_bad_mask.py", "interpret",
+                       keep_going=True)
+    assert not [c for c in everything.cases if c.status == "not_run"]
+    assert len([c for c in everything.cases if c.status == "fail"]) > FAILURES_PER_TASK
+
+
 def test_fail_fast_stops_at_the_first_failing_case_and_progress_hears_each_case():
     events = []
     result = grade(get_kata("vector_add"), WRONG / "vector_add_bad_mask.py", "interpret",

@@ -336,3 +336,46 @@ def test_cost_expressions_refuse_calls_outside_the_safe_set():
         evaluate("open('x')", {})
     with pytest.raises(CostExpressionError):
         evaluate("sqrt(-1)", {})
+
+
+def _cross_entropy_example(**budget):
+    raw = yaml.safe_load(yaml.safe_dump({raw["name"]: raw for raw in documented_examples()}["cross_entropy"]))
+    if budget:
+        raw["tasks"][0]["memory_budget"] = budget["budget"]
+    return parse_kata(raw, Path("katas/cross_entropy"), Path("r.py")).tasks[0]
+
+
+def test_a_memory_budget_is_parsed_and_evaluated_per_case():
+    task = _cross_entropy_example()
+    budget = task.memory_budget
+    assert budget.what == "2% of the logits, plus 1 MiB" and "float32 copy" in budget.advice
+    assert budget.limit(task.case("bench").params, itemsize=2) == pytest.approx(
+        0.02 * 8192 * 128256 * 2 + 2 ** 20)
+    assert budget.limit(task.case("small").params, itemsize=4) == pytest.approx(0.02 * 8000 * 4 + 2 ** 20)
+    # A bare number is the bytes; a task that declares nothing has no budget.
+    assert _cross_entropy_example(budget=1048576).memory_budget.limit({}, itemsize=2) == 1048576
+    adamw = {raw["name"]: raw for raw in documented_examples()}["adamw"]
+    assert all(t.memory_budget is None for t in parse_kata(adamw, Path("katas/adamw"), Path("r.py")).tasks)
+
+
+@pytest.mark.parametrize("budget, error", [
+    ({"bytes": "0.02 * B * K"}, "case 'small'.*'K'"),
+    ({"what": "2% of the logits"}, "needs 'bytes'"),
+    ({"bytes": "1", "limit": 2}, "unknown key.*limit"),
+    ({"bytes": "__import__('os')"}, "only arithmetic"),
+    ({"bytes": "-0.02 * B * V"}, "negative"),
+    ({"bytes": True}, "number or an expression"),
+    ({"bytes": "1", "advice": 3}, "advice must be text"),
+    ([1, 2], "memory_budget must be"),
+])
+def test_a_bad_memory_budget_is_refused_when_the_kata_loads(budget, error):
+    with pytest.raises(KataFormatError, match=error):
+        _cross_entropy_example(budget=budget)
+
+
+def test_the_workspace_readme_states_the_memory_budget_and_where_it_is_checked():
+    from grader.report import render_workspace_readme
+    text = render_workspace_readme(catalog.get_kata("cross_entropy"))
+    assert "memory budget" in text and "0.02 * B * V * itemsize" in text
+    assert "checked on a GPU only" in text
+    assert "memory budget:" not in render_workspace_readme(catalog.get_kata("softmax"))

@@ -159,6 +159,51 @@ def test_replay_rebuilds_the_inputs_of_any_timed_call(graph):
     assert any(not torch.equal(b, a) for s, t in zip(drawn, seen[39]) for b, a in zip(s, t))
 
 
+def test_fp8_inputs_are_perturbed_and_replayed():
+    # torch has no arithmetic kernels for fp8 (mul_ raises): the span is halved through float32.
+    gen = torch.Generator().manual_seed(0)
+    a = (torch.randn(9, 80, generator=gen) * 100).to(torch.float8_e4m3fn)
+    b = (torch.randn(7, 80, generator=gen) * 100).to(torch.float8_e5m2).t()  # a strided view
+    drawn = (a, b)
+    live = tuple(t.clone() for t in drawn)
+    perturb = Perturber(99)
+    for _ in range(30):
+        perturb(live)
+    changed = [not torch.equal(x.view(torch.uint8), y.view(torch.uint8)) for x, y in zip(drawn, live)]
+    assert any(changed)
+    for before, after in zip(drawn, live):
+        halved = before.float() != after.float()
+        # Each changed element was halved (once or more, rounded to the format): same sign, smaller.
+        ratio = after.float()[halved] / before.float()[halved]
+        assert bool(((ratio >= 0) & (ratio <= 0.5)).all()) and torch.isfinite(after.float()).all()
+    rebuilt = [tuple(t.clone() for t in drawn)]
+    replay(rebuilt, 99, 29, per_call_all_sets=False)
+    assert all(torch.equal(g.view(torch.uint8), w.view(torch.uint8)) for g, w in zip(rebuilt[0], live))
+
+
+def test_integer_only_inputs_are_halved_toward_zero_and_floats_win():
+    # An INT8 GEMM has no float input: its int8 operands change instead, and stay in range.
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randint(-128, 128, (9, 80), generator=gen, dtype=torch.int8)
+    b = torch.randint(-128, 128, (80, 7), generator=gen, dtype=torch.int8)
+    live = (a.clone(), b.clone())
+    perturb = Perturber(5)
+    for _ in range(20):
+        perturb(live)
+    assert any(not torch.equal(x, y) for x, y in zip((a, b), live))
+    for before, after in zip((a, b), live):
+        assert bool((after.abs() <= before.abs()).all() & ((after == 0) | (after.sign() == before.sign())).all())
+    rebuilt = [(a.clone(), b.clone())]
+    replay(rebuilt, 5, 19, per_call_all_sets=False)
+    assert all(torch.equal(g, w) for g, w in zip(rebuilt[0], live))
+    # With a float input beside them, indices are never touched.
+    indices, weight = torch.arange(50), torch.randn(50, 4, generator=gen)
+    live = (indices.clone(), weight.clone())
+    for _ in range(20):
+        perturb(live)
+    assert torch.equal(live[0], indices) and not torch.equal(live[1], weight)
+
+
 def test_a_grade_that_times_has_the_gpu_to_itself():
     import threading
     import time

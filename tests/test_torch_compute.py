@@ -167,3 +167,19 @@ def test_gemm_fixture_reference_and_an_allowed_op_grade_clean(fixture_katas, tmp
     solution.write_text(f"import sys\nsys.path.insert(0, {str(FIXTURES / 'reference')!r})\n" + PADDED)
     padded = grade(kata, solution, "interpret")
     assert padded.status == "pass" and padded.cheats == [], padded.message
+
+
+def test_the_guards_do_not_import_dynamo():
+    """torch wraps a dispatch mode's __torch_dispatch__ in torch._dynamo.disable unless the mode
+    opts out; then the submission's first op imports torch._dynamo: seconds of every grade."""
+    import subprocess
+    import sys
+    code = (
+        "import sys, torch\n"
+        "from grader.guards import submission_guards, watch_torch_compute\n"
+        "from grader.guardbands import GuardedFactories\n"
+        "with submission_guards({}, {'aten.sort'}, []), watch_torch_compute(frozenset()), GuardedFactories():\n"
+        "    torch.ones(3) + 1\n"
+        "print('torch._dynamo' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -1,0 +1,80 @@
+"""Wrong cross_entropy: the logsumexp without the max, log(sum(exp(x))).
+
+Mathematically the same as m + log(sum(exp(x - m))), but exp overflows float32 once a logit
+passes about 88: with logits around 100 the sum is inf, so the loss is inf and the gradient
+exp(x) / inf is 0 or NaN. Everything else (the count, ignored rows, tails, strides) is right.
+"""
+# expect-fail: large_logits
+# expect-diagnosis: non_finite
+
+import torch
+import triton
+import triton.language as tl
+
+MAX_BLOCK = 4096
+
+
+@triton.jit
+def count_kernel(target_ptr, count_ptr, n_rows, ignore_index, BLOCK: tl.constexpr):
+    acc = tl.zeros([BLOCK], tl.int32)
+    for start in range(0, n_rows, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        t = tl.load(target_ptr + offs, mask=offs < n_rows, other=ignore_index)
+        acc += (t != ignore_index).to(tl.int32)
+    tl.store(count_ptr, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def ce_kernel(x_ptr, target_ptr, grad_ptr, row_loss_ptr, count_ptr, V, x_stride, ignore_index,
+              BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * x_stride
+    g_row = grad_ptr + row * V
+    cols = tl.arange(0, BLOCK)
+    t = tl.load(target_ptr + row)
+    if t == ignore_index:
+        for start in range(0, V, BLOCK):
+            offs = start + cols
+            tl.store(g_row + offs, tl.zeros([BLOCK], tl.float32).to(grad_ptr.dtype.element_ty),
+                     mask=offs < V)
+        tl.store(row_loss_ptr + row, 0.0)
+    else:
+        d = 0.0
+        for start in range(0, V, BLOCK):
+            offs = start + cols
+            x = tl.load(x_row + offs, mask=offs < V, other=-float("inf")).to(tl.float32)
+            d += tl.sum(tl.exp(x), axis=0)  # BUG: no max subtracted: exp(100) is inf
+        x_t = tl.load(x_row + t).to(tl.float32)
+        tl.store(row_loss_ptr + row, tl.log(d) - x_t)
+        inv_n = 1.0 / tl.load(count_ptr).to(tl.float32)
+        for start in range(0, V, BLOCK):
+            offs = start + cols
+            mask = offs < V
+            x = tl.load(x_row + offs, mask=mask, other=-float("inf")).to(tl.float32)
+            g = tl.exp(x) / d * inv_n
+            g = tl.where(offs == t, g - inv_n, g)
+            tl.store(g_row + offs, g.to(grad_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def loss_kernel(row_loss_ptr, count_ptr, loss_ptr, n_rows, BLOCK: tl.constexpr):
+    acc = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_rows, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(row_loss_ptr + offs, mask=offs < n_rows, other=0.0)
+    n = tl.load(count_ptr)
+    tl.store(loss_ptr, tl.sum(acc, axis=0) / tl.maximum(n, 1).to(tl.float32))
+
+
+def cross_entropy(logits, target, ignore_index):
+    B, V = logits.shape
+    grad = torch.empty((B, V), dtype=logits.dtype, device=logits.device)
+    loss = torch.empty((), dtype=torch.float32, device=logits.device)
+    row_loss = torch.empty(B, dtype=torch.float32, device=logits.device)
+    count = torch.empty(1, dtype=torch.int32, device=logits.device)
+    count_kernel[(1,)](target, count, B, ignore_index, BLOCK=1024)
+    block = min(MAX_BLOCK, triton.next_power_of_2(V))
+    ce_kernel[(B,)](logits, target, grad, row_loss, count, V, logits.stride(0), ignore_index,
+                    BLOCK=block, num_warps=8)
+    loss_kernel[(1,)](row_loss, count, loss, B, BLOCK=1024)
+    return loss, grad
