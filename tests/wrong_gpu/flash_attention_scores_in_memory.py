@@ -39,26 +39,28 @@ def scores_kernel(Q, K, SC, sm_scale, sqb, sqh, sqs, skb, skh, sks, H, GROUP, S,
 
 
 @triton.jit
-def softmax_rows_kernel(SC, LSE, S, BLOCK: tl.constexpr):
-    # One row of SC: max and sum in one online pass, then SC = exp(s - max) / sum in place.
-    row = tl.program_id(0).to(tl.int64)
-    base = SC + row * S
-    m = tl.full([BLOCK], float("-inf"), dtype=tl.float32)
-    l = tl.zeros([BLOCK], dtype=tl.float32)
+def softmax_rows_kernel(SC, LSE, R, S, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    # ROWS rows of SC (R = B * H * S of them): max and sum in one online pass, then
+    # SC = exp(s - max) / sum in place, and lse = max + log(sum).
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_ok = rows < R
+    base = SC + rows.to(tl.int64)[:, None] * S
+    m = tl.full([ROWS], float("-inf"), dtype=tl.float32)
+    l = tl.zeros([ROWS], dtype=tl.float32)
     for start in range(0, S, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        s = tl.load(base + cols, mask=cols < S, other=float("-inf"))
-        m_new = tl.maximum(m, s)
-        l = l * tl.where(m_new == float("-inf"), 1.0, tl.exp(m - m_new)) + tl.where(
-            s == float("-inf"), 0.0, tl.exp(s - m_new))
+        mask = row_ok[:, None] & (cols < S)[None, :]
+        s = tl.load(base + cols[None, :], mask=mask, other=float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        l = l * tl.exp(m - m_safe) + tl.sum(tl.exp(s - m_safe[:, None]), 1)
         m = m_new
-    row_max = tl.max(m, 0)
-    total = tl.sum(tl.where(m == float("-inf"), 0.0, l * tl.exp(m - row_max)), 0)
     for start in range(0, S, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        s = tl.load(base + cols, mask=cols < S, other=float("-inf"))
-        tl.store(base + cols, tl.exp(s - row_max) / total, mask=cols < S)
-    tl.store(LSE + row, row_max + tl.log(total))
+        mask = row_ok[:, None] & (cols < S)[None, :]
+        s = tl.load(base + cols[None, :], mask=mask, other=float("-inf"))
+        tl.store(base + cols[None, :], tl.exp(s - m[:, None]) / l[:, None], mask=mask)
+    tl.store(LSE + rows, m + tl.log(l), mask=row_ok)
 
 
 @triton.jit
@@ -207,7 +209,7 @@ def attention(q, k, v, causal, sm_scale):
     scores_kernel[(triton.cdiv(S, BLOCK_M), triton.cdiv(S, BLOCK_N), B * H)](
         q, k, scores, sm_scale, *_strides(q), *_strides(k), H, H // k.shape[1], S,
         D=D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=causal)
-    softmax_rows_kernel[(B * H * S,)](scores, lse, S, BLOCK=256)
+    softmax_rows_kernel[(triton.cdiv(B * H * S, 16),)](scores, lse, B * H * S, S, ROWS=16, BLOCK=128)
     pv_kernel[(triton.cdiv(S, BLOCK_M), B * H)](
         scores, v, o, *_strides(v), *_strides(o), H, H // k.shape[1], S,
         D=D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N)
