@@ -38,8 +38,9 @@ About FP8 accumulation on Hopper: `tl.dot(a, b, acc)` chains the wgmma instructi
 accumulator, and the fp8 tensor cores add each 32-wide step into it with reduced alignment
 precision ("fast accumulation", ~14 bits). `acc += tl.dot(a, b)` instead promotes every BLOCK_K
 into a true float32 add (torch._scaled_mm's default), at the cost of a second accumulator's
-registers. With bf16 outputs the difference is far below the output's rounding except on very
-long all-positive sums; the kata's tolerance accepts both, and this reference takes the fast one.
+registers. Measured on an H100, the fast form is off by up to 8% on long all-positive sums
+(K = 4096): far more than the bf16 output's rounding. This reference takes the exact one, as
+the baseline does.
 """
 
 import torch
@@ -55,7 +56,7 @@ def lowp_matmul_kernel(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     stride_sa, stride_sb,
-    SCALED: tl.constexpr, ZERO: tl.constexpr, ACC_DTYPE: tl.constexpr, EVEN_K: tl.constexpr,
+    SCALED: tl.constexpr, ZERO: tl.constexpr, EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # Grouped ordering: consecutive programs walk down GROUP_M row-tiles of one column band, so
@@ -80,7 +81,10 @@ def lowp_matmul_kernel(
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n.to(tl.int64)[None, :] * stride_bn
 
     # float32 for fp8 operands, int32 for int8 (exact).
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_DTYPE)
+    if SCALED:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         if EVEN_K:
             a = tl.load(a_ptrs)
@@ -90,7 +94,8 @@ def lowp_matmul_kernel(
             k_left = K - k * BLOCK_K
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=ZERO)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=ZERO)
-        acc = tl.dot(a, b, acc)
+        # A fresh product per BLOCK_K, added in full precision (see "About FP8 accumulation").
+        acc += tl.dot(a, b, out_dtype=acc.dtype)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
 
@@ -148,7 +153,7 @@ def _launch(a, b, c, a_scale, b_scale, scaled: bool):
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         a_scale.stride(0), b_scale.stride(1),
         SCALED=scaled, ZERO=0.0 if scaled else 0,
-        ACC_DTYPE=tl.float32 if scaled else tl.int32, EVEN_K=K % block_k == 0,
+        EVEN_K=K % block_k == 0,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=GROUP_M,
         num_warps=warps, num_stages=stages,
     )
