@@ -380,3 +380,11 @@ def peer_sdpa_cudnn_backward(q, k, v, o, lse, do, causal, sm_scale):
     """The backward of SDPA's cuDNN backend (the kv heads repeated inside the graph, since it
     has no GQA: the repeat's backward, a sum over each group, is part of what is timed)."""
     return _sdpa_backward(q, k, v, do, causal, sm_scale, "cudnn")
+
+
+# benchmarks/bench.py times these beside the baseline (a peer that cannot take a task's
+# arguments, a forward peer on the backward, is skipped there).
+BENCH_PEERS = {
+    "sdpa_flash": "peer_sdpa_flash", "sdpa_cudnn": "peer_sdpa_cudnn",
+    "sdpa_flash_bwd": "peer_sdpa_flash_backward", "sdpa_cudnn_bwd": "peer_sdpa_cudnn_backward",
+}
