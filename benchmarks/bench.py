@@ -37,6 +37,13 @@ def rotating(fn, input_sets):
 ROUNDS = 3
 
 
+def _shape(value) -> list[int]:
+    """A tensor's shape; for a list of tensors (a model's parameters), [count, total elements]."""
+    if isinstance(value, (list, tuple)):
+        return [len(value), sum(t.numel() for t in value)]
+    return list(value.shape)
+
+
 def _load(name: str, path: Path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -63,8 +70,17 @@ def bench_kata(kata, ceilings: dict, compile_dtypes: set[str] | None = None) -> 
                 impls = {"reference": getattr(reference, task.name), "eager": baseline}
                 if compile_dtypes is None or dtype_name in compile_dtypes:  # compiling costs ~10 s a shape
                     impls["compile"] = compiled
-                for fn in impls.values():  # compile and autotune outside the timed region
-                    fn(*input_sets[0])
+                # More peers a spec names (BENCH_PEERS = {name: function in spec.py}).
+                impls.update({name: getattr(spec, fn) for name, fn in getattr(spec, "BENCH_PEERS", {}).items()})
+                for name, fn in list(impls.items()):  # compile and autotune outside the timed region
+                    try:
+                        fn(*input_sets[0])
+                    except Exception as exc:  # noqa: BLE001 - a peer that cannot run this case
+                        if name in ("reference", "eager"):
+                            raise
+                        print(f"{kata.name} {case.name}: {name} skipped ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0][:200] if str(exc) else ''})", flush=True)
+                        del impls[name]
                 torch.cuda.synchronize()
                 times = {name: [] for name in impls}
                 for _ in range(ROUNDS):
@@ -75,18 +91,22 @@ def bench_kata(kata, ceilings: dict, compile_dtypes: set[str] | None = None) -> 
                 floor = floor_ms(nbytes, flops, ceilings)
                 row = {
                     "kata": kata.name, "task": task.name, "case": case.name, "dtype": dtype_name,
-                    "shape": list(input_sets[0][0].shape), "bytes": nbytes, "flops": flops,
+                    "shape": _shape(input_sets[0][0]), "bytes": nbytes, "flops": flops,
                     "ms": ms, "rounds_ms": times,
                     "gbps": {name: nbytes / (t * 1e-3) / 1e9 for name, t in ms.items()},
                     "pct_copy_bw": {name: floor / t for name, t in ms.items()},
                     "speedup_vs_eager": ms["eager"] / ms["reference"],
                     "speedup_vs_compile": ms["compile"] / ms["reference"] if "compile" in ms else None,
+                    "speedup_vs_peers": {name: ms[name] / ms["reference"] for name in ms
+                                         if name not in ("reference", "eager", "compile")},
                 }
                 rows.append(row)
                 print(f"{kata.name:11s} {task.name:16s} {case.name:20s} {dtype_name:9s} ref {ms['reference']*1e3:8.1f} us "
                       f"({100*row['pct_copy_bw']['reference']:5.1f}% bw)  eager {ms['eager']*1e3:8.1f} us "
                       + (f"compile {ms['compile']*1e3:8.1f} us  x{row['speedup_vs_compile']:.2f} compile "
-                         if "compile" in ms else "") + f"x{row['speedup_vs_eager']:.2f} eager", flush=True)
+                         if "compile" in ms else "") + f"x{row['speedup_vs_eager']:.2f} eager"
+                      + "".join(f"  {name} {ms[name]*1e3:8.1f} us x{x:.2f}" for name, x in row["speedup_vs_peers"].items()),
+                      flush=True)
                 del input_sets
                 torch.cuda.empty_cache()
     return rows

@@ -348,8 +348,23 @@ def serve(request_path: str, requests, replies) -> int:
     return 0
 
 
+def _profiled(run) -> int:
+    """run() under cProfile, its top functions appended to $KATA_CHECKER_PROFILE (where a GPU
+    grade's checking time goes: docs/PERFORMANCE.md)."""
+    import cProfile
+    import os
+    import pstats
+    profile = cProfile.Profile()
+    code = profile.runcall(run)
+    with open(os.environ["KATA_CHECKER_PROFILE"], "a") as f:
+        pstats.Stats(profile, stream=f).sort_stats("cumulative").print_stats(45)
+    return code
+
+
 if __name__ == "__main__":
+    import os
     # Answers go to the real stdout; anything else that prints (warnings) goes to stderr.
     out = sys.stdout
     sys.stdout = sys.stderr
-    sys.exit(serve(sys.argv[1], sys.stdin, out))
+    serving = lambda: serve(sys.argv[1], sys.stdin, out)  # noqa: E731
+    sys.exit(_profiled(serving) if os.environ.get("KATA_CHECKER_PROFILE") else serving())

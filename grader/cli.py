@@ -32,6 +32,27 @@ def _kata_or_exit(name: str):
         _usage_error(f"The kata '{name}' is broken: {exc}")
 
 
+def _track_or_exit(name: str):
+    """The track NAME of katas/tracks.yaml, checked against the installed katas."""
+    from grader.catalog import kata_dirs
+    from grader.tracks import TrackError, UnknownTrackError, get_track
+    try:
+        return get_track(name, kata_dirs())
+    except UnknownTrackError as exc:
+        _usage_error(f"{exc} `kata list --track NAME` shows a track's katas (docs/INTERVIEW.md).")
+    except TrackError as exc:
+        _usage_error(f"The tracks file is broken: {exc}")
+
+
+def _complete_track(ctx, param, incomplete):
+    from grader.catalog import kata_dirs
+    from grader.tracks import TrackError, load_tracks
+    try:
+        return [name for name in load_tracks(kata_dirs()) if name.startswith(incomplete)]
+    except TrackError:
+        return []
+
+
 def _complete_kata(ctx, param, incomplete):
     from grader.catalog import kata_dirs
     return [name for name in kata_dirs() if name.startswith(incomplete)]
@@ -56,17 +77,26 @@ def main():
 @main.command("list")
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               help="Where your workspaces are, for status and best score (default: here).")
-def list_katas(directory):
+@click.option("--track", "track_name", shell_complete=_complete_track,
+              help="Only the katas of this interview track (warmup, llm-training, ...; docs/INTERVIEW.md).")
+def list_katas(directory, track_name):
     """Show the katas: difficulty, topics, time budget, your status and best score."""
     from grader.progress import progress_by_kata
+    track = _track_or_exit(track_name) if track_name else None
     try:
         katas = all_katas()
     except KataFormatError as exc:
         _usage_error(f"A kata is broken: {exc}")
+    if track:
+        katas = track.select(katas)
     progress, warnings = progress_by_kata(katas, directory)
     rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min", progress[k.name].status,
              "-" if progress[k.name].best_score is None else f"{progress[k.name].best_score:g}")
             for k in katas]
+    if track:
+        missing = [name for name in track.katas or () if name not in {k.name for k in katas}]
+        click.echo(f"Track {track.name}: {track.description}"
+                   + (f" (not installed yet: {', '.join(missing)})" if missing else "") + "\n")
     click.echo(tabulate(rows, headers=["kata", "title", "difficulty", "topics", "time", "status", "best"]))
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)

@@ -8,6 +8,7 @@ Grading goes through grader.runner.grade, looked up at call time so tests can re
 from __future__ import annotations
 
 import secrets
+import shlex
 import sys
 import time
 from datetime import datetime, timedelta
@@ -261,6 +262,25 @@ def _interview_katas(itv) -> dict:
     return {k.name: _cli()._kata_or_exit(k.name) for k in itv.katas}
 
 
+def _track_pool(itv) -> list:
+    """The katas of the interview's track (the whole catalogue without one), for the debrief's
+    what to study next; a track gone from the tracks file falls back to the catalogue."""
+    from grader.catalog import all_katas, kata_dirs
+    from grader.tracks import TrackError, UnknownTrackError, get_track
+    try:
+        katas = all_katas()
+    except KataFormatError:
+        return []
+    name = itv.selection.get("track")
+    if not name:
+        return katas
+    try:
+        return get_track(name, kata_dirs()).select(katas)
+    except (TrackError, UnknownTrackError) as exc:
+        click.echo(f"Warning: the debrief suggests katas from the whole catalogue: {exc}", err=True)
+        return katas
+
+
 def _time_left_line(itv, now: datetime) -> str:
     left = itv.seconds_left(now)
     if left > 0:
@@ -283,20 +303,38 @@ def _outcome_table(outcomes) -> str:
 
 
 @interview.command()
-@click.option("--minutes", type=click.IntRange(min=1), help="Length of the interview (default: the katas' budgets added up).")
-@click.option("--count", type=click.IntRange(min=1), default=2, show_default=True, help="How many katas.")
-@click.option("--difficulty", type=click.Choice(DIFFICULTIES), help="Only katas of this difficulty.")
+@click.option("--track", "track_name", shell_complete=lambda *a: _cli()._complete_track(*a),
+              help="Choose from this track (warmup, llm-training, llm-inference, fundamentals, all; "
+                   "`kata list --track NAME`); then --minutes is a budget the katas must fit in.")
+@click.option("--minutes", type=click.IntRange(min=1),
+              help="Length of the interview (default: the katas' budgets added up); with --track or "
+                   "--difficulty mix, only katas whose budgets fit in it are picked.")
+@click.option("--count", type=click.IntRange(min=1),
+              help="How many katas (default: 2; with --track or --difficulty mix, as many as fit in "
+                   "--minutes, or 3 without it).")
+@click.option("--difficulty", type=click.Choice((*DIFFICULTIES, "mix")),
+              help="Only katas of this difficulty; mix (the default with --track): an easy opener, "
+                   "then medium and hard.")
 @click.option("--topic", help="Only katas with a topic containing this word (see `kata list`).")
 @click.option("--seed", type=int, help="Pick the same katas again (given the same progress).")
 @click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path),
               help="The interview folder, new or empty (default: ./interview-DATE-TIME).")
-def start(minutes, count, difficulty, topic, seed, folder):
-    """Pick katas (unsolved first, then your weakest), scaffold them and start the clock."""
+def start(track_name, minutes, count, difficulty, topic, seed, folder):
+    """Pick katas (unsolved first, then your weakest), scaffold them and start the clock.
+
+    With --track or --difficulty mix the katas fit in --minutes: an easy opener, then medium
+    and hard (docs/INTERVIEW.md says how the options combine).
+    """
     from grader.catalog import all_katas
     from grader.hints import HINT_COSTS
-    from grader.interview import LATE_FACTOR, InterviewError, pick_katas, start_interview
+    from grader.interview import (DEFAULT_COUNT, LATE_FACTOR, MIX, InterviewError, pick_katas,
+                                  pick_track, start_interview)
     from grader.progress import progress_by_kata
 
+    given = (("track", track_name), ("difficulty", difficulty), ("topic", topic and shlex.quote(topic)),
+             ("count", count), ("minutes", minutes))  # for the line that repeats the pick
+    track = _cli()._track_or_exit(track_name) if track_name else None
+    by_track = track is not None or difficulty == MIX
     now = _now()
     seed = secrets.randbelow(1_000_000) if seed is None else seed
     folder = folder or Path(f"interview-{now.astimezone():%Y%m%d-%H%M%S}")
@@ -304,21 +342,35 @@ def start(minutes, count, difficulty, topic, seed, folder):
         katas = all_katas()
         # Progress from the practice folder the interview sits in (and the results store).
         progress, _ = progress_by_kata(katas, folder.resolve().parent)
-        picked = pick_katas(katas, progress, count, seed, difficulty, topic)
+        if by_track:
+            difficulty = difficulty or MIX
+            picked = pick_track(katas, progress, seed, track, difficulty, topic, count, minutes)
+        else:
+            count = count or DEFAULT_COUNT
+            picked = pick_katas(katas, progress, count, seed, difficulty, topic)
         itv = start_interview(folder, picked, now, seed, minutes,
-                              {"count": count, "difficulty": difficulty, "topic": topic})
+                              {"count": count, "difficulty": difficulty, "topic": topic,
+                               "track": track.name if track else None})
     except KataFormatError as exc:
         _usage_error(f"A kata is broken: {exc}")
     except InterviewError as exc:
         _usage_error(str(exc))
     click.echo(f"Interview started in {folder}: {len(picked)} kata(s), {itv.minutes} min, "
                f"deadline {_local(itv.deadline)}.")
-    if len(picked) < count:
-        click.echo(f"(only {len(picked)} kata(s) match, not {count})")
+    if by_track:
+        rule = ("an easy opener, then medium and hard" if difficulty == MIX
+                else f"{difficulty} katas")
+        fit = f" whose budgets fit in {minutes} min" if minutes else ""
+        click.echo(f"Chosen from {f'the {track.name} track' if track else 'the catalogue'}: "
+                   f"{rule}{fit}, weakest first.")
+    if count and len(picked) < count:
+        click.echo(f"(only {len(picked)} kata(s) match{' and fit' if by_track and minutes else ''}, "
+                   f"not {count})")
     rows = [(i, k.name, k.title, k.difficulty, f"{k.minutes} min", str(folder / k.name / "solution.py"))
             for i, k in enumerate(picked, 1)]
     click.echo("\n" + tabulate(rows, headers=["#", "kata", "title", "difficulty", "budget", "solution"]) + "\n")
-    click.echo(f"Seed {seed}: `kata interview start --seed {seed}` picks the same katas again.")
+    again = "".join(f" --{option} {value}" for option, value in given if value)
+    click.echo(f"Seed {seed}: `kata interview start{again} --seed {seed}` picks the same katas again.")
     click.echo(f"Rules: hints cost {'/'.join(map(str, HINT_COSTS))} points; grades after the deadline "
                f"count x{LATE_FACTOR:g}; revealing a solution scores that kata 0 (docs/INTERVIEW.md).")
     click.echo(f"Next: cd {folder}; edit KATA/solution.py; `kata grade KATA`; `kata hint KATA`; "
@@ -397,7 +449,8 @@ def submit(folder, interpret, gpu, timeout):
             click.echo(compact_result(result, now))
 
     try:
-        summary = submit_interview(itv, katas, _grade, mode, now, timeout, on_graded=graded)
+        summary = submit_interview(itv, katas, _grade, mode, now, timeout, on_graded=graded,
+                                   pool=_track_pool(itv))
     except InterviewError as exc:
         _usage_error(str(exc))
     click.echo("\n" + _outcome_table(summary.outcomes))

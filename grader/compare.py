@@ -3,10 +3,16 @@
 Semantics follow torch.testing.assert_close: |got - expected| <= atol + rtol * |expected|,
 elementwise, with the ground truth in float64. Stricter than assert_close in one way: a NaN or
 inf never passes where the ground truth is finite.
+
+Mode `norm` judges the whole tensor instead: ||got - expected||_F <= atol + rtol * ||expected||_F
+in float64 (kata.yaml's `compare: {norm: TOL}` gives rtol = TOL, atol = 0), for outputs whose
+elements carry no individual meaning after many low-precision steps (an iterated bf16 matrix
+polynomial). Any NaN or inf fails it where the truth is finite.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -59,6 +65,8 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
     total = got.numel()
     if total == 0:
         return Comparison(ok=True, total=0, mismatched=0)
+    if mode == "norm":
+        return _compare_norm(got, expected, label, atol, rtol)
     flat_got, flat_exp = got.reshape(-1), expected.reshape(-1)
     flat_scale = None if scale is None else scale.to(got.device).expand_as(expected).reshape(-1)
     max_abs = max_rel = None
@@ -87,8 +95,7 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
             inf_bad += int((torch.isinf(g) & bad & torch.isfinite(e)).sum())
             if len(mismatches) < MAX_LISTED:
                 for i in torch.nonzero(bad).flatten()[:MAX_LISTED - len(mismatches)].tolist():
-                    index = list(torch.unravel_index(torch.tensor(start + i), got.shape)) if got.dim() else []
-                    mismatches.append({"index": [int(v) for v in index],
+                    mismatches.append({"index": _unravel(start + i, tuple(got.shape)),
                                        "got": _scalar(g[i]), "expected": _scalar(e[i])})
     result = Comparison(ok=n_bad == 0, max_abs_err=max_abs, max_rel_err=max_rel,
                         mismatched=n_bad, total=total)
@@ -121,9 +128,107 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
         distance = (_ordered(got) - _ordered(e_rounded)).abs()
         close = (distance <= ulp) & torch.isfinite(got.double())
         g, e, diff = got.double(), e_rounded.double(), (got.double() - e_rounded.double()).abs()
+    elif mode == "norm":
+        # Elementwise only for diagnoses: each element within its even share of the allowance
+        # (the norm itself is judged by compare_values, over the whole tensor).
+        g, e = got.double(), expected.double()
+        diff = (g - e).abs()
+        _, size = norm_error(got, expected)
+        close = _norm_share_mask(g, e, diff, _share(atol, rtol, size, e.numel()))
     else:
         raise ValueError(f"unknown comparison mode {mode}")
     return close, g, e, diff
+
+
+def _norm_parts(got: torch.Tensor, expected: torch.Tensor):
+    """(start, got, expected) float64 slices of the flattened tensors, CHUNK_ELEMENTS at a time."""
+    flat_got, flat_exp = got.detach().reshape(-1), expected.detach().to(got.device).reshape(-1)
+    for start in range(0, flat_got.numel(), CHUNK_ELEMENTS):
+        part = slice(start, start + CHUNK_ELEMENTS)
+        yield start, flat_got[part].double(), flat_exp[part].double()
+
+
+def norm_error(got: torch.Tensor, expected: torch.Tensor) -> tuple[float, float]:
+    """(||got - expected||_F, ||expected||_F) in float64. The first is inf when got holds a NaN or
+    inf where the truth is finite, or differs from a non-finite truth (which must be matched
+    exactly, as in allclose); both norms run over the elements whose truth is finite."""
+    err2 = size2 = 0.0
+    broken = False
+    for _, g, e in _norm_parts(got, expected):
+        finite_e = torch.isfinite(e)
+        size2 += float(e[finite_e].square().sum())
+        unmatched = ~finite_e & ~((g == e) | (torch.isnan(g) & torch.isnan(e)))
+        if bool(unmatched.any()) or not bool(torch.isfinite(g[finite_e]).all()):
+            broken = True
+        elif not broken:
+            err2 += float((g - e)[finite_e].square().sum())
+    return (float("inf") if broken else math.sqrt(err2)), math.sqrt(size2)
+
+
+def _share(atol: float, rtol: float, size: float, n: int) -> float:
+    """An element's even share of a norm's allowance: (atol + rtol * ||e||_F) / sqrt(n). If every
+    element is within it, the norm passes (the shares' squares sum to the allowance's square),
+    so a failing norm always has elements beyond it: those are listed and diagnosed."""
+    return (atol + rtol * size) / math.sqrt(max(1, n))
+
+
+def _norm_share_mask(g: torch.Tensor, e: torch.Tensor, diff: torch.Tensor, share: float) -> torch.Tensor:
+    return torch.where(torch.isfinite(e), (diff <= share) & torch.isfinite(g), g == e)
+
+
+def _compare_norm(got: torch.Tensor, expected: torch.Tensor, label: str, atol: float,
+                  rtol: float) -> Comparison:
+    """||got - expected||_F <= atol + rtol * ||expected||_F, in float64. max_rel_err is the
+    relative Frobenius error (the figure compared); a zero truth needs got within atol of 0."""
+    err, size = norm_error(got, expected)
+    total = got.numel()
+    rel = err / size if size > 0 else (0.0 if err == 0 else float("inf"))
+    result = Comparison(ok=err <= atol + rtol * size, max_rel_err=rel if math.isfinite(rel) else None,
+                        mismatched=0, total=total)
+    share = _share(atol, rtol, size, total)
+    n_bad = nan_bad = inf_bad = 0
+    max_abs = 0.0
+    for start, g, e in _norm_parts(got, expected):
+        diff = (g - e).abs()
+        finite = torch.isfinite(diff)
+        max_abs = float("inf") if not bool(finite.all()) else max(max_abs, float(diff.max()))
+        if result.ok:
+            continue
+        bad = ~_norm_share_mask(g, e, diff, share)
+        n_bad += int(bad.sum())
+        nan_bad += int((torch.isnan(g) & torch.isfinite(e)).sum())
+        inf_bad += int((torch.isinf(g) & torch.isfinite(e)).sum())
+        for i in torch.nonzero(bad).flatten()[:MAX_LISTED - len(result.mismatches)].tolist():
+            result.mismatches.append({"index": _unravel(start + i, tuple(got.shape)),
+                                      "got": _scalar(g[i]), "expected": _scalar(e[i])})
+    result.max_abs_err = max_abs
+    if result.ok:
+        return result
+    result.mismatched = n_bad
+    floor = f"{atol:g} + " if atol else ""
+    if size > 0:
+        measured = f"relative Frobenius error ||got - truth|| / ||truth|| = {rel:.3g}"
+    else:
+        measured = f"the truth is all zeros and ||got||_F = {err:.3g}"
+    msg = (f"{label}: {measured}, above the tolerance {floor}{rtol:g} (compared normwise, "
+           f"||got - truth||_F <= {floor}{rtol:g} * ||truth||_F)")
+    if nan_bad:
+        msg += (f"; {nan_bad} of {total} elements are NaN: outputs are filled with NaN before the "
+                "call, so NaN often means elements your kernel never wrote (or a 0/0, an overflow)")
+    if inf_bad:
+        msg += f"; {inf_bad} of {total} elements are inf (overflow?)"
+    result.message = msg
+    return result
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
+    """The multi-index of a flat position (plain arithmetic: torch.unravel_index imports sympy,
+    two seconds of a checker's first failure)."""
+    index = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return index[::-1]
 
 
 def _mismatch_message(label, n_bad, total, mode, atol, rtol, ulp, nan_bad, inf_bad,

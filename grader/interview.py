@@ -11,20 +11,24 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from itertools import chain, cycle, repeat
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from grader.clock import format_time, parse_time
 from grader.hints import HINT_COSTS, hint_cost
-from grader.kata import Kata
+from grader.kata import DIFFICULTIES, Kata
 from grader.progress import (FAILING, NOT_STARTED, KataProgress, RecordError, load_record,
                              record_grade, write_json_atomic)
 from grader.results import PASS, GradeResult
+from grader.tracks import Track
 
 STATE_FILE = "interview.json"
 SCHEMA = "triton-kata/interview/1"
 RUNNING, SUBMITTED, ABANDONED = "running", "submitted", "abandoned"
-DEFAULT_COUNT = 2
+DEFAULT_COUNT = 2  # katas picked without --track and --minutes
+MIX = "mix"  # --difficulty mix: an easy opener, then medium and hard
+MIX_COUNT = 3  # a mix without --minutes: one kata of each difficulty
 LATE_FACTOR = 0.5  # a grade that starts after the deadline counts for half its points
 # (floor, verdict), best first; "strong hire" also needs every kata passed on time.
 VERDICTS = ((85.0, "strong hire"), (65.0, "hire"), (40.0, "lean no hire"), (0.0, "no hire"))
@@ -110,18 +114,24 @@ class Interview:
 
 # --- choosing and starting ------------------------------------------------------------------
 
-def pick_katas(katas: list[Kata], progress: dict[str, KataProgress], count: int, seed: int,
-               difficulty: str | None = None, topic: str | None = None) -> list[Kata]:
-    """Up to `count` katas matching the filters: unsolved ones first (never graded, then
-    failing), then the weakest best scores; ties are broken by `seed`, so the same seed and the
-    same progress give the same interview."""
-    candidates = [k for k in sorted(katas, key=lambda k: k.name)
-                  if (difficulty is None or k.difficulty == difficulty)
-                  and (topic is None or any(topic.lower() in t.lower() for t in k.topics))]
-    if not candidates:
-        wanted = " and ".join(f for f in (difficulty and f"difficulty {difficulty}",
+def _candidates(katas: list[Kata], difficulty: str | None, topic: str | None,
+                track: Track | None) -> list[Kata]:
+    pool = track.select(katas) if track else katas
+    found = [k for k in sorted(pool, key=lambda k: k.name)
+             if (difficulty in (None, MIX) or k.difficulty == difficulty)
+             and (topic is None or any(topic.lower() in t.lower() for t in k.topics))]
+    if not found:
+        wanted = " and ".join(f for f in (track and f"track {track.name}",
+                                           difficulty not in (None, MIX) and f"difficulty {difficulty}",
                                            topic and f"topic '{topic}'") if f)
-        raise InterviewError(f"No kata matches {wanted}: see `kata list` for difficulties and topics.")
+        see = f"kata list --track {track.name}" if track else "kata list"
+        raise InterviewError(f"No kata matches {wanted}: see `{see}` for difficulties and topics.")
+    return found
+
+
+def _by_weakness(candidates: list[Kata], progress: dict[str, KataProgress], seed: int) -> list[Kata]:
+    """Unsolved katas first (never graded, then failing), then the weakest best scores; ties
+    broken by `seed`."""
     rng = random.Random(seed)
     tiebreak = {k.name: rng.random() for k in candidates}
 
@@ -131,7 +141,48 @@ def pick_katas(katas: list[Kata], progress: dict[str, KataProgress], count: int,
         score = -1.0 if p is None or p.best_score is None else p.best_score
         return (0 if unsolved else 1, score, tiebreak[kata.name])
 
-    return sorted(candidates, key=weakness)[:count]
+    return sorted(candidates, key=weakness)
+
+
+def pick_katas(katas: list[Kata], progress: dict[str, KataProgress], count: int, seed: int,
+               difficulty: str | None = None, topic: str | None = None) -> list[Kata]:
+    """Up to `count` katas matching the filters: unsolved ones first (never graded, then
+    failing), then the weakest best scores; ties are broken by `seed`, so the same seed and the
+    same progress give the same interview. The minutes do not limit it (pick_track's do)."""
+    return _by_weakness(_candidates(katas, difficulty, topic, None), progress, seed)[:count]
+
+
+def pick_track(katas: list[Kata], progress: dict[str, KataProgress], seed: int,
+               track: Track | None = None, difficulty: str = MIX, topic: str | None = None,
+               count: int | None = None, minutes: int | None = None) -> list[Kata]:
+    """Katas of `track` (None: the whole catalogue) that fit in `minutes`.
+
+    Turn by turn, each turn takes the weakest kata of its tier (pick_katas' order) whose budget
+    fits in the minutes left; a tier with nothing that fits is done. With difficulty MIX the
+    turns are an easy opener, then medium, hard, medium, hard...; with one difficulty, that
+    tier every turn. It stops at `count` katas (default: as many as fit when `minutes` is given,
+    else MIX_COUNT for a mix and DEFAULT_COUNT for one difficulty). The result runs easy, medium,
+    hard; the same seed and progress give the same katas."""
+    difficulty = difficulty or MIX
+    ranked = _by_weakness(_candidates(katas, difficulty, topic, track), progress, seed)
+    queues = {d: [k for k in ranked if k.difficulty == d] for d in DIFFICULTIES}
+    turns = (chain(["easy"], cycle(["medium", "hard"])) if difficulty == MIX else repeat(difficulty))
+    limit = count or (len(ranked) if minutes else MIX_COUNT if difficulty == MIX else DEFAULT_COUNT)
+    left = minutes or float("inf")
+    chosen: list[Kata] = []
+    for tier in turns:
+        if len(chosen) >= limit or not any(queues.values()):
+            break
+        fitting = [k for k in queues[tier] if k.minutes <= left]  # the minutes left only shrink
+        if fitting:
+            chosen.append(fitting[0])
+            left -= fitting[0].minutes
+        queues[tier] = [] if difficulty == MIX and tier == "easy" else fitting[1:]  # one opener
+    if not chosen:
+        shortest = min(ranked, key=lambda k: k.minutes)
+        raise InterviewError(f"No kata fits in {minutes} min: the shortest that matches, "
+                             f"{shortest.name}, takes {shortest.minutes} min. Give more --minutes.")
+    return sorted(chosen, key=lambda k: DIFFICULTIES.index(k.difficulty))
 
 
 def start_interview(folder: Path, katas: list[Kata], now: datetime, seed: int,
@@ -240,7 +291,9 @@ class InterviewSummary:
     verdict: str
     verdict_rule: str = VERDICT_RULE
     scoring_rule: str = SCORING_RULE
-    study: list[dict] = field(default_factory=list)  # {kata, topics, reasons}
+    study: list[dict] = field(default_factory=list)  # {kata, topics, reasons, related}
+    track: str | None = None  # the track the katas were chosen from (None: the whole catalogue)
+    more: list[str] = field(default_factory=list)  # the track's other katas, hardest first
 
 
 def percent_of_max(grade: dict) -> float:
@@ -307,9 +360,23 @@ def verdict(score: float, all_passed_on_time: bool) -> str:
     return VERDICTS[-1][1]
 
 
-def study_next(outcomes: list[KataOutcome]) -> list[dict]:
-    """What to study: for each kata that was not a clean, on-time, unaided pass, its topics and
-    what went wrong; weakest first."""
+STUDY_RELATED = 3  # related katas named per kata to study
+
+
+def related_katas(outcome: KataOutcome, pool: Sequence[Kata], exclude: set[str]) -> list[str]:
+    """Katas of the pool (the interview's track) sharing topics with this one, most shared first."""
+    topics = {t.lower() for t in outcome.topics}
+    shared = {k.name: len(topics & {t.lower() for t in k.topics}) for k in pool if k.name not in exclude}
+    ranked = sorted((k for k in pool if shared.get(k.name)),
+                    key=lambda k: (-shared[k.name], DIFFICULTIES.index(k.difficulty), k.name))
+    return [k.name for k in ranked[:STUDY_RELATED]]
+
+
+def study_next(outcomes: list[KataOutcome], pool: Sequence[Kata] = ()) -> list[dict]:
+    """What to study: for each kata that was not a clean, on-time, unaided pass, its topics,
+    what went wrong and the katas of the pool (the interview's track) that practise the same
+    topics; weakest first."""
+    exclude = {o.kata for o in outcomes}
     items = []
     for o in sorted(outcomes, key=lambda o: o.score):
         reasons = []
@@ -330,11 +397,18 @@ def study_next(outcomes: list[KataOutcome]) -> list[dict]:
         if o.time_used_s is not None and o.time_used_s > 60 * o.budget_minutes:
             reasons.append(f"took {int(o.time_used_s // 60)} min against a budget of {o.budget_minutes}")
         if reasons:
-            items.append({"kata": o.kata, "topics": o.topics, "reasons": reasons})
+            items.append({"kata": o.kata, "topics": o.topics, "reasons": reasons,
+                          "related": related_katas(o, pool, exclude)})
     return items
 
 
-def summarise(interview: Interview, katas: dict[str, Kata], now: datetime) -> InterviewSummary:
+def summarise(interview: Interview, katas: dict[str, Kata], now: datetime,
+              pool: list[Kata] | None = None) -> InterviewSummary:
+    """pool: the katas of the interview's track (default: none), for what to study next."""
+    pool = list(pool or [])
+    taken = {k.name for k in interview.katas}
+    more = sorted((k for k in pool if k.name not in taken),
+                  key=lambda k: (-DIFFICULTIES.index(k.difficulty), k.name))
     outcomes = [kata_outcome(interview, katas[k.name], now) for k in interview.katas]
     score = round(sum(o.score for o in outcomes) / len(outcomes), 1)
     clean = all(o.state == "passing" and not o.revealed for o in outcomes)
@@ -346,7 +420,8 @@ def summarise(interview: Interview, katas: dict[str, Kata], now: datetime) -> In
         minutes=interview.minutes, seed=interview.seed, mode=interview.mode,
         time_used_s=(end - interview.started_at).total_seconds(),
         submitted_late=end > interview.deadline, outcomes=outcomes, score=score,
-        verdict=verdict(score, clean), study=study_next(outcomes))
+        verdict=verdict(score, clean), study=study_next(outcomes, pool),
+        track=interview.selection.get("track"), more=[k.name for k in more[:STUDY_RELATED]])
 
 
 # --- closing ------------------------------------------------------------------------------
@@ -372,9 +447,11 @@ def _require_running(interview: Interview) -> None:
 
 def submit(interview: Interview, katas: dict[str, Kata], grade: GradeFunction, mode: str,
            now: datetime, timeout_s: float | None = None,
-           on_graded: Callable[[Kata, GradeResult | None], None] | None = None) -> InterviewSummary:
+           on_graded: Callable[[Kata, GradeResult | None], None] | None = None,
+           pool: list[Kata] | None = None) -> InterviewSummary:
     """Grade every kata (as of `now`, so a submission on time is on time however long grading
-    takes), close the interview, write the debriefs and save the state."""
+    takes), close the interview, write the debriefs and save the state. pool: the katas of the
+    interview's track, for the debrief's what to study next."""
     from grader.debrief import write_debriefs
 
     _require_running(interview)
@@ -389,7 +466,7 @@ def submit(interview: Interview, katas: dict[str, Kata], grade: GradeFunction, m
         if on_graded:
             on_graded(kata, result)
     interview.status, interview.closed_at, interview.mode = SUBMITTED, now, mode
-    summary = summarise(interview, katas, now)
+    summary = summarise(interview, katas, now, pool)
     interview.summary = asdict(summary)
     interview.debriefs = [p.name for p in write_debriefs(summary, interview.folder)]
     save_interview(interview)

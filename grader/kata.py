@@ -75,8 +75,11 @@ class OutputSpec:
 
     name: str
     dtype: str  # a dtype name, or the name of an argument whose dtype it shares
-    compare: str = "allclose"  # allclose | exact | ulp
+    compare: str = "allclose"  # allclose | exact | ulp | norm
     ulp: int = 0
+    # compare: {norm: TOL}: ||got - truth||_F <= TOL * ||truth||_F over the whole tensor; TOL is a
+    # number or an expression over the case's fields, like a tolerance.
+    norm: float | str | None = None
     inplace: bool = False
     # This output's own {dtype: Tolerance}, overriding the task's: for an output whose error
     # grows with a different reduction than the others' (a weight gradient summed over rows).
@@ -148,8 +151,11 @@ class Task:
     def tolerance(self, dtype: str, output: OutputSpec | None = None,
                   case: "Case | None" = None) -> Tolerance:
         """The tolerance for an output of this dtype: the output's own, else the task's; with a
-        case, expressions are evaluated over its fields (without one, they stay as written)."""
-        if output is not None and dtype in output.tolerances:
+        case, expressions are evaluated over its fields (without one, they stay as written).
+        A norm-compared output's is (atol 0, rtol its norm tolerance), whatever the dtype."""
+        if output is not None and output.compare == "norm":
+            tol = Tolerance(0.0, output.norm)
+        elif output is not None and dtype in output.tolerances:
             tol = output.tolerances[dtype]
         elif dtype in self.tolerances:
             tol = self.tolerances[dtype]
@@ -234,12 +240,22 @@ def _parse_output(raw: Any, args: tuple[str, ...], inplace: bool, where: str) ->
     if dtype not in args:
         _check_dtype(dtype, where)
     compare = raw.get("compare", "allclose")
-    ulp = 0
-    if isinstance(compare, dict):
+    ulp, norm = 0, None
+    if isinstance(compare, dict) and "norm" in compare:
+        if set(compare) != {"norm"}:
+            raise KataFormatError(f"{where}, output '{name}': compare must be {{norm: TOL}} alone")
+        norm = _tolerance_value(compare["norm"], f"{where}, output '{name}': compare norm")
+        if isinstance(norm, float) and not norm >= 0:
+            raise KataFormatError(f"{where}, output '{name}': compare norm is negative: {norm}")
+        compare = "norm"
+    elif isinstance(compare, dict):
         ulp = int(_require(compare, "ulp", where))
         compare = "ulp"
-    if compare not in ("allclose", "exact", "ulp"):
-        raise KataFormatError(f"{where}: compare must be allclose, exact or {{ulp: N}}")
+    if compare not in ("allclose", "exact", "ulp", "norm"):
+        raise KataFormatError(f"{where}: compare must be allclose, exact, {{ulp: N}} or {{norm: TOL}}")
+    if compare == "norm" and raw.get("tolerance") is not None:
+        raise KataFormatError(f"{where}, output '{name}': a norm-compared output takes its "
+                              "tolerance from compare: {norm: TOL}, not from `tolerance`")
     tolerances = _parse_tolerances(raw.get("tolerance"), f"{where}, output '{name}'")
     scale_fn = raw.get("scale")
     if scale_fn is not None and (not isinstance(scale_fn, str) or not scale_fn.isidentifier()):
@@ -247,7 +263,7 @@ def _parse_output(raw: Any, args: tuple[str, ...], inplace: bool, where: str) ->
     if scale_fn is not None and compare != "allclose":
         raise KataFormatError(f"{where}, output '{name}': scale applies to allclose outputs only")
     return OutputSpec(name=name, dtype=dtype, compare=compare, ulp=ulp, inplace=inplace,
-                      tolerances=tolerances, scale_fn=scale_fn)
+                      tolerances=tolerances, scale_fn=scale_fn, norm=norm)
 
 
 def _parse_tolerances(raw: Any, where: str) -> dict[str, Tolerance]:
@@ -393,6 +409,8 @@ def _check_tolerance_expressions(task: Task, where: str) -> None:
     """Every tolerance expression evaluates, to a number >= 0, on every case."""
     rules = [(f"tolerance for {d}", t) for d, t in task.tolerances.items()]
     rules += [(f"output '{o.name}', tolerance for {d}", t) for o in task.outputs for d, t in o.tolerances.items()]
+    rules += [(f"output '{o.name}', compare norm", Tolerance(0.0, o.norm)) for o in task.outputs
+              if o.compare == "norm"]
     for case in task.cases:
         for label, tol in rules:
             if not tol.depends_on_case:

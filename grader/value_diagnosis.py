@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from grader.compare import close_mask
+from grader.compare import close_mask, norm_error
 from grader.diagnose import Diagnosis
 
 LARGE_INPUT = 50.0  # |x| from which exp (and, summed, squares in float16) start to overflow
@@ -53,6 +53,7 @@ def analyse(got: torch.Tensor, expected: torch.Tensor, *, mode: str = "allclose"
     found = (_overflow(wrong, bad_w, nan_w, zero_w, magnitude, shape)
              or _tail(wrong, nan_w, zero_w, shape)
              or _row_end(wrong, nan_w, zero_w, shape)
+             or (_spread_non_finite(g, shape) if mode == "norm" else None)
              or _unwritten(wrong, nan_w, shape))
     if found:
         return found
@@ -63,7 +64,9 @@ def analyse(got: torch.Tensor, expected: torch.Tensor, *, mode: str = "allclose"
                              "far better than the float32 truth")
     inf_w = torch.isinf(g) & finite_e & wrong
     return (_zeros(wrong, zero_w, shape) or _non_finite(wrong, inf_w, nan_w, shape)
-            or _scaled(wrong, g, e, atol, rtol, shape)
+            # A norm's rtol bounds the whole tensor, not each ratio: judge "one factor" strictly.
+            or _scaled(wrong, g, e, atol, 0.0 if mode == "norm" else rtol, shape)
+            or (_generic_norm(wrong, g, e, atol, rtol, shape) if mode == "norm" else None)
             or _generic(wrong, diff.reshape(rows, cols), e, atol, shape))
 
 
@@ -259,13 +262,17 @@ def _scaled(wrong, g, e, atol: float, rtol: float, s: _Shape) -> Diagnosis | Non
     spread = max(SCALE_SPREAD, 4 * rtol)
     # A factor within a millionth of 1 is no factor: an exactly compared integer sum off by one
     # unit in 2.5e7 (a float32 accumulator) has rows "all off by 1.0000000", which says nothing.
+    # Nor is a row whose ratios straddle 1, or touch it: there a few elements are off by small,
+    # unrelated amounts (an optimizer's update, judged against the size of its terms) and the
+    # rest are right, so the ratios agree to 1e-3 only because they all sit near 1.
     unit = max(rtol, NO_FACTOR)
 
     def constant(dim: int, lines: torch.Tensor):
         count = valid.sum(dim=dim)
         hi = torch.where(valid, ratio, torch.full_like(ratio, -math.inf)).amax(dim=dim)
         lo = torch.where(valid, ratio, torch.full_like(ratio, math.inf)).amin(dim=dim)
-        same = (count >= 2) & ((hi - lo).abs() <= spread * hi.abs()) & ((hi - 1).abs() > unit)
+        off = (lo - 1 > unit) | (hi - 1 < -unit)  # every ratio of the line on one side of 1
+        same = (count >= 2) & ((hi - lo).abs() <= spread * hi.abs()) & off
         return bool(same[lines].all()) and bool(lines.any()), lo[lines], hi[lines]
 
     wrong_rows = wrong.any(dim=1)
@@ -296,6 +303,33 @@ def _rows_note(mask, s: _Shape) -> str:
     listed = ", ".join(str(int(r)) for r in rows[:LISTED_ROWS])
     more = ", ..." if rows.numel() > LISTED_ROWS else ""
     return f", in {int(rows.numel())} of {s.rows} rows ({listed}{more})"
+
+
+def _spread_non_finite(g, s: _Shape) -> Diagnosis | None:
+    """A norm-compared output (an iterated computation) that is NaN or inf everywhere: one
+    overflow, or one unwritten element of an intermediate, reaches every element through the
+    products, so "never written" cannot be told from divergence."""
+    if bool(torch.isfinite(g).any()):
+        return None
+    return Diagnosis("non_finite", f"all {s.n} elements are NaN or inf: in an iterated product one "
+                     "overflow (inf - inf, inf * 0) or one element of an intermediate never written "
+                     "spreads to every element, so this is divergence or an unwritten buffer",
+                     "an iteration that diverges overflows to inf, then NaN: check its start (scaled "
+                     "as the statement says?) and its coefficients and their roles; a tile of an "
+                     "intermediate buffer never written (new buffers are filled with NaN) poisons "
+                     "every product that reads it")
+
+
+def _generic_norm(wrong, g, e, atol: float, rtol: float, s: _Shape) -> Diagnosis:
+    """A norm-compared output with finite values, off as a whole: say so in the compared terms
+    (the elements counted are those beyond their even share of the allowed error)."""
+    err, size = norm_error(g, e)
+    measured = (f"relative Frobenius error {err / size:.3g}" if size > 0
+                else f"||got||_F = {err:.3g} where the truth is all zeros")
+    floor = f" plus {atol:g} absolute" if atol else ""
+    return Diagnosis("wrong_values", f"the output is off as a whole ({measured}, tolerance "
+                     f"{rtol:g}{floor}); {int(wrong.sum())} of {s.n} elements are beyond their even "
+                     f"share of the allowed error{_rows_note(wrong, s)}")
 
 
 def _generic(wrong, diff, e, atol: float, s: _Shape) -> Diagnosis:

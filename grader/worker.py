@@ -264,7 +264,9 @@ class CaseRunner:
             over = memory_budget.judge(meter.extra - memory_budget.output_bytes(returned_leaves), *budget)
             if over:
                 raise CaseProblem(over)  # a design flaw, not a cheat: the diagnosis memory_budget
-        return self._save(outputs)
+        # The first call's in-place outputs live in the buffers the second call reuses: on a GPU
+        # (handed over by reference, not copied) they are handed over as copies.
+        return self._save(outputs, copy_inplace=not again)
 
     def _call(self, args, meter: memory_budget.PeakMeter | None = None) -> tuple[object, int]:
         """(what the submission returned, how many Triton kernels it launched); `meter`, when
@@ -400,16 +402,20 @@ class CaseRunner:
                         raise CaseProblem(f"output '{label}' shares memory with input '{shared}': "
                                           "return a new tensor", "output_aliases_input")
 
-    def _save(self, outputs: dict):
+    def _save(self, outputs: dict, copy_inplace: bool = False):
         """The outputs handed to the checker: CUDA IPC handles on a GPU (the tensors are kept
-        alive in self.shared until the parent has the verdict), else plain CPU copies in a file."""
+        alive in self.shared until the parent has the verdict), else plain CPU copies in a file.
+        copy_inplace: hand over copies of the in-place outputs, whose buffers a later call
+        overwrites before the checker reads them."""
         leaves = {name: [t.detach() for _, t in flatten(got, name)] if isinstance(got, (list, tuple))
                   else [got.detach()] for name, got in outputs.items()}
         if self.device == "cuda":
             try:
                 handed = {}
                 for name, tensors in leaves.items():
-                    tensors = [t.contiguous() for t in tensors]
+                    copy = copy_inplace and name in self.task.inplace
+                    tensors = [t.clone(memory_format=torch.contiguous_format) if copy else t.contiguous()
+                               for t in tensors]
                     self.shared.extend(tensors)
                     handed[name] = [handover.share(t) for t in tensors]
                 torch.cuda.synchronize()  # the checker reads them from another process

@@ -38,8 +38,9 @@ About FP8 accumulation on Hopper: `tl.dot(a, b, acc)` chains the wgmma instructi
 accumulator, and the fp8 tensor cores add each 32-wide step into it with reduced alignment
 precision ("fast accumulation", ~14 bits). `acc += tl.dot(a, b)` instead promotes every BLOCK_K
 into a true float32 add (torch._scaled_mm's default), at the cost of a second accumulator's
-registers. With bf16 outputs the difference is far below the output's rounding except on very
-long all-positive sums; the kata's tolerance accepts both, and this reference takes the fast one.
+registers. Measured on an H100, the fast form is off by up to 8% on long all-positive sums
+(K = 4096): far more than the bf16 output's rounding. This reference takes the exact one, as
+the baseline does.
 """
 
 import torch
@@ -55,7 +56,7 @@ def lowp_matmul_kernel(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     stride_sa, stride_sb,
-    SCALED: tl.constexpr, ZERO: tl.constexpr, ACC_DTYPE: tl.constexpr, EVEN_K: tl.constexpr,
+    SCALED: tl.constexpr, ZERO: tl.constexpr, EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # Grouped ordering: consecutive programs walk down GROUP_M row-tiles of one column band, so
@@ -80,7 +81,10 @@ def lowp_matmul_kernel(
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n.to(tl.int64)[None, :] * stride_bn
 
     # float32 for fp8 operands, int32 for int8 (exact).
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC_DTYPE)
+    if SCALED:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         if EVEN_K:
             a = tl.load(a_ptrs)
@@ -90,7 +94,8 @@ def lowp_matmul_kernel(
             k_left = K - k * BLOCK_K
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=ZERO)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=ZERO)
-        acc = tl.dot(a, b, acc)
+        # A fresh product per BLOCK_K, added in full precision (see "About FP8 accumulation").
+        acc += tl.dot(a, b, out_dtype=acc.dtype)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
 
@@ -108,7 +113,7 @@ def lowp_matmul_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
 
 
-def _config(M: int, N: int, K: int):
+def _config(M: int, N: int, K: int, scaled: bool = False):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for this shape: a few fixed choices.
 
     Large: 128 x 256 x 128, 8 warps, 3 stages (48 KiB of operands per stage, 144 KiB of shared
@@ -118,6 +123,11 @@ def _config(M: int, N: int, K: int):
     """
     if M <= 64:
         block_m, block_n, block_k, warps, stages = 64, 128, 128, 4, 4
+    elif scaled:
+        # FP8 keeps a second float32 tile (the fresh product of each BLOCK_K, added in full
+        # precision): at 128 x 256 the two no longer fit the registers and spill (0.32x of
+        # _scaled_mm on an H100); at 128 x 128 they fit (0.69x).
+        block_m, block_n, block_k, warps, stages = 128, 128, 128, 8, 4
     else:
         block_m, block_n, block_k, warps, stages = 128, 256, 128, 8, 3
     block_m = min(block_m, max(16, triton.next_power_of_2(M)))
@@ -141,14 +151,14 @@ def _launch(a, b, c, a_scale, b_scale, scaled: bool):
     N = b.shape[1]
     if M == 0 or N == 0:
         return c
-    block_m, block_n, block_k, warps, stages = _config(M, N, K)
+    block_m, block_n, block_k, warps, stages = _config(M, N, K, scaled)
     grid = (triton.cdiv(M, block_m) * triton.cdiv(N, block_n),)
     lowp_matmul_kernel[grid](
         a, b, c, a_scale, b_scale, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         a_scale.stride(0), b_scale.stride(1),
         SCALED=scaled, ZERO=0.0 if scaled else 0,
-        ACC_DTYPE=tl.float32 if scaled else tl.int32, EVEN_K=K % block_k == 0,
+        EVEN_K=K % block_k == 0,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=GROUP_M,
         num_warps=warps, num_stages=stages,
     )

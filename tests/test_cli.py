@@ -33,6 +33,22 @@ def test_list_shows_the_catalogue():
     assert "difficulty" in result.output and "min" in result.output
 
 
+def test_list_filters_by_track():
+    from grader.catalog import kata_dirs
+    from grader.tracks import load_tracks
+    fundamentals = load_tracks(kata_dirs())["fundamentals"]
+    result = invoke("list", "--track", "fundamentals")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"Track fundamentals: {fundamentals.description}")
+    listed = {line.split()[0] for line in result.output.splitlines()[4:] if line.strip()}
+    assert listed == set(fundamentals.katas) & set(kata_dirs())  # katas still to come are skipped
+    assert {"vector_add", "matmul"} <= listed and "cross_entropy" not in listed
+    everything = invoke("list", "--track", "all").output
+    assert everything.splitlines()[2:] == invoke("list").output.splitlines()
+    unknown = invoke("list", "--track", "nope")
+    assert unknown.exit_code == 2 and "Unknown track 'nope'" in unknown.output and "llm-training" in unknown.output
+
+
 def test_show_prints_statement_signature_tolerances_and_public_cases():
     result = invoke("show", "softmax")
     assert result.exit_code == 0

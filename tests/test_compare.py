@@ -81,3 +81,62 @@ def test_same_values_treats_nan_as_equal_but_catches_changes():
     b = a.clone()
     b[0] = 2
     assert not same_values(a, b)
+
+
+# ---- norm mode: the whole tensor at once -------------------------------------------------------
+
+def _matrix(seed: int = 0, shape=(16, 24)) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def test_norm_mode_passes_on_the_relative_frobenius_error():
+    truth = _matrix()
+    noise = _matrix(1)
+    got = truth + 0.05 * noise * truth.norm() / noise.norm()  # relative Frobenius error 0.05
+    ok = compare_values(got, truth, "out", mode="norm", rtol=0.06)
+    assert ok.ok and ok.max_rel_err == pytest.approx(0.05) and ok.mismatched == 0 and ok.total == 384
+    # Elementwise the same output would fail anywhere the truth is small: not here.
+    assert not compare_values(got, truth, "out", mode="allclose", atol=0, rtol=0.06).ok
+    bad = compare_values(got, truth, "out", mode="norm", rtol=0.04)
+    assert not bad.ok and bad.max_rel_err == pytest.approx(0.05)
+    assert "relative Frobenius error" in bad.message and "= 0.05" in bad.message
+    assert "tolerance 0.04" in bad.message
+    # The elements listed are those beyond their even share of the allowance: some always are.
+    assert bad.mismatched > 0 and bad.mismatches
+
+
+def test_norm_mode_in_float64_from_a_bf16_output():
+    truth = _matrix()
+    got = truth.to(torch.bfloat16)  # rounding alone: about 2e-3 relative, normwise
+    result = compare_values(got, truth, "out", mode="norm", rtol=4e-3)
+    assert result.ok and 5e-4 < result.max_rel_err < 4e-3
+
+
+@pytest.mark.parametrize("poison", [float("nan"), float("inf"), -float("inf")])
+def test_norm_mode_never_passes_nan_or_inf(poison):
+    truth = _matrix()
+    got = truth.clone()
+    got[3, 4] = poison
+    result = compare_values(got, truth, "out", mode="norm", rtol=1e30)
+    assert not result.ok and result.max_rel_err is None
+    assert result.mismatches[0]["index"] == [3, 4]
+    assert ("NaN" if poison != poison else "inf") in result.message
+
+
+def test_norm_mode_with_a_zero_truth():
+    truth = torch.zeros(4, 5, dtype=torch.float64)
+    assert compare_values(torch.zeros(4, 5), truth, "out", mode="norm", rtol=0.1).ok
+    result = compare_values(torch.full((4, 5), 1e-6), truth, "out", mode="norm", rtol=0.1)
+    assert not result.ok and "truth is all zeros" in result.message
+    # An absolute floor (atol) is what lets a near-zero output pass a zero truth.
+    assert compare_values(torch.full((4, 5), 1e-6), truth, "out", mode="norm", atol=1e-4, rtol=0.1).ok
+
+
+def test_norm_mode_close_mask_marks_elements_beyond_their_share():
+    from grader.compare import close_mask
+    truth = _matrix()
+    got = truth.clone()
+    got[0, 0] += 10.0  # one big error, the rest exact
+    close, g, e, diff = close_mask(got, truth, mode="norm", rtol=0.01)
+    assert not bool(close[0, 0]) and bool(close.flatten()[1:].all())
+    assert float(diff[0, 0]) == pytest.approx(10.0)

@@ -428,3 +428,54 @@ def test_a_changed_store_is_a_cheat_only_where_landlock_could_not_stop_the_write
     result = _assemble(kata, Path("/nonexistent/solution.py"), "interpret", 1, plan, run, limits)
     assert result.cheat == cheat
     assert result.status == ("pass" if cheat is None else "error")
+
+
+def test_small_scattered_errors_are_not_a_row_factor():
+    # An AdamW step with eps inside the square root: the params move by ~1e-3, and where the
+    # gradient is small the update is off by ~1e-5 of the weight. got / expected is 1 for most
+    # elements and 1.00001 for a few: all within 1e-3 of each other, yet no common factor.
+    gen = torch.Generator().manual_seed(5)
+    truth = torch.rand(1, 200, generator=gen, dtype=torch.float64) + 0.5
+    got = truth.clone()
+    got[0, ::17] += 1e-5 * torch.rand(12, generator=gen, dtype=torch.float64)
+    d = analyse(got.float(), truth, atol=1e-30, rtol=2e-6)
+    assert d.code == "wrong_values", d
+
+
+# ---- norm-compared outputs (an iterated computation judged as a whole) --------------------------
+
+def _iterated(seed: int = 0) -> torch.Tensor:
+    return torch.randn(24, 40, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def test_a_norm_output_nan_everywhere_is_divergence_or_unwritten_not_just_unwritten():
+    truth = _iterated()
+    d = analyse(torch.full((24, 40), float("nan"), dtype=torch.bfloat16), truth, mode="norm", rtol=0.1)
+    assert d.code == "non_finite" and "divergence or an unwritten buffer" in d.message
+    assert "diverges" in d.advice and "poisons" in d.advice
+    # Elementwise, the same output is still called unwritten (the grader's NaN fill).
+    assert analyse(torch.full((24, 40), float("nan")), truth, **TOL).code == "nothing_written"
+
+
+def test_a_norm_output_with_an_unwritten_tail_is_still_a_tail():
+    truth = _iterated()
+    got = truth.to(torch.bfloat16)
+    got[20:] = float("nan")
+    d = analyse(got, truth, mode="norm", rtol=0.1)
+    assert d.code == "rows_wrong" and "rows 20..23" in d.message
+
+
+def test_a_norm_output_off_as_a_whole_says_so_in_its_own_terms():
+    truth = _iterated()
+    got = (truth + 0.5 * _iterated(1)).to(torch.bfloat16)
+    d = analyse(got, truth, mode="norm", rtol=0.1)
+    assert d.code == "wrong_values"
+    assert "relative Frobenius error 0.5" in d.message and "tolerance 0.1" in d.message
+    assert "even share" in d.message
+
+
+def test_bf16_rounding_is_not_called_one_factor_per_row_under_a_norm():
+    truth = _iterated()
+    got = (1.3 * truth).to(torch.bfloat16)  # scaled, then rounded: ratios vary by a bf16 step
+    d = analyse(got, truth, mode="norm", rtol=0.1)
+    assert d.code == "wrong_values" and "relative Frobenius error 0.3" in d.message

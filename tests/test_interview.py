@@ -6,6 +6,7 @@ Grades are fakes (fakes.fake_grade) except in test_a_real_interview_end_to_end.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
@@ -13,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from fakes import PASS_MARK, fake_grade, fake_result
 from test_learner import run_kata
@@ -21,9 +23,11 @@ from grader import cli_interview
 from grader.catalog import all_katas, get_kata
 from grader.cli import main
 from grader.debrief import render_debrief
-from grader.interview import (InterviewError, Interview, InterviewKata, STATE_FILE, load_interview,
-                              pick_katas, save_interview, summarise, verdict)
+from grader.interview import (MIX, InterviewError, Interview, InterviewKata, STATE_FILE, load_interview,
+                              pick_katas, pick_track, save_interview, summarise, verdict)
 from grader.progress import FAILING, PASSING, KataProgress, record_grade
+from grader import tracks
+from grader.tracks import Track, TrackError, load_tracks, parse_tracks
 from grader.runner import grade as real_grade  # bound before the autouse fixture replaces it
 
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=timezone.utc)
@@ -111,6 +115,208 @@ def test_start_needs_a_new_folder(tmp_path):
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     assert kata_cli("interview", "start", "--dir", tmp_path / "busy").exit_code == 2
+
+
+# --- tracks ---------------------------------------------------------------------------------
+
+TRACK_NAMES = ["warmup", "llm-training", "llm-inference", "fundamentals", "all"]
+
+
+def test_the_tracks_file_names_only_katas_or_katas_to_come():
+    """A typo in katas/tracks.yaml fails here (and in every --track command); a kata that lands
+    must be placed in a track."""
+    from grader.catalog import kata_dirs
+    installed = set(kata_dirs())
+    defined = load_tracks(installed)  # raises TrackError on a name neither installed nor coming
+    assert list(defined) == TRACK_NAMES
+    assert defined["all"].katas is None  # "*": the whole catalogue
+    placed = {name for t in defined.values() for name in t.katas or ()}
+    unplaced = sorted(installed - placed)
+    assert not unplaced, f"place these katas in a track of katas/tracks.yaml: {unplaced}"
+
+
+def test_a_typo_in_the_tracks_file_cannot_go_unnoticed(tmp_path, monkeypatch):
+    known = ["vector_add", "softmax"]
+    good = {"coming": ["flash_attention"],
+            "tracks": {"t": {"description": "d", "katas": ["softmax", "flash_attention"]}}}
+    assert parse_tracks(good, known)["t"].katas == ("softmax", "flash_attention")
+    typo = {"tracks": {"t": {"description": "d", "katas": ["sofmax"]}}}
+    with pytest.raises(TrackError, match="'sofmax' is neither an installed kata nor listed under "
+                                         "`coming` \\(did you mean 'softmax'\\?\\)"):
+        parse_tracks(typo, known)
+    for broken, why in [({"tracks": {}}, "non-empty `tracks`"),
+                        ({"tracks": {"t": {"katas": ["softmax"]}}}, "needs a `description`"),
+                        ({"tracks": {"t": {"description": "d", "katas": []}}}, "non-empty list"),
+                        ({"tracks": {"t": {"description": "d", "katas": ["softmax", "softmax"]}}}, "twice"),
+                        ({"tracks": {"T t": {"description": "d", "katas": "*"}}}, "lowercase")]:
+        with pytest.raises(TrackError, match=why):
+            parse_tracks(broken, known)
+
+    path = tmp_path / "tracks.yaml"
+    path.write_text("tracks:\n  t:\n    description: d\n    katas: [vector_ad]\n")
+    monkeypatch.setattr(tracks, "tracks_path", lambda: path)
+    for command in (["interview", "start", "--track", "t", "--dir", tmp_path / "iv"], ["list", "--track", "t"]):
+        result = kata_cli(*command)
+        assert result.exit_code == 2 and "tracks file is broken" in result.output, command
+        assert "'vector_ad'" in result.output and "did you mean 'vector_add'" in result.output
+    assert not (tmp_path / "iv").exists()
+
+
+def test_an_unknown_track_is_a_usage_error_listing_the_tracks(tmp_path):
+    for command in (["interview", "start", "--track", "warmpu", "--dir", tmp_path / "iv"],
+                    ["list", "--track", "warmpu"]):
+        result = kata_cli(*command)
+        assert result.exit_code == 2, command
+        assert "Unknown track 'warmpu'. Did you mean 'warmup'?" in result.output
+        assert "Tracks: " + ", ".join(TRACK_NAMES) + "." in result.output
+    assert not (tmp_path / "iv").exists()
+
+
+def fake_kata(name: str, difficulty: str, minutes: int, topics=("memory access",)):
+    return dataclasses.replace(get_kata("vector_add"), name=name, difficulty=difficulty,
+                               minutes=minutes, topics=tuple(topics))
+
+
+# Budgets fixed here, whatever the real katas' become; e1 is weaker than e2, m1 < m2 < m3, h1 < h2.
+CATALOGUE = [fake_kata("e1", "easy", 10), fake_kata("e2", "easy", 15), fake_kata("m1", "medium", 25),
+             fake_kata("m2", "medium", 20), fake_kata("m3", "medium", 35), fake_kata("h1", "hard", 50),
+             fake_kata("h2", "hard", 60)]
+WEAKEST_FIRST = {k.name: KataProgress(k.name, PASSING, score) for k, score in
+                 zip(CATALOGUE, (10, 20, 10, 20, 30, 10, 20))}
+
+
+def names(katas) -> list[str]:
+    return [k.name for k in katas]
+
+
+@pytest.mark.parametrize("minutes, expected", [
+    (120, ["e1", "m1", "m2", "h1"]),  # e1 10, m1 25, h1 50, m2 20 = 105; then nothing fits in 15
+    (90, ["e1", "m1", "h1"]),  # 85: m2 needs 20 of the 5 left
+    (60, ["e1", "m1", "m2"]),  # no hard fits after the opener and a medium: they are skipped
+    (25, ["e1"]),  # the weakest medium (m1, 25 min) does not fit in 15; m2 (20) does not either
+    (None, ["e1", "m1", "h1"]),  # no --minutes: one of each difficulty
+])
+def test_a_mix_opens_easy_then_medium_and_hard_within_the_minutes(minutes, expected):
+    picked = pick_track(CATALOGUE, WEAKEST_FIRST, seed=1, minutes=minutes)
+    assert names(picked) == expected
+    if minutes:
+        assert sum(k.minutes for k in picked) <= minutes
+
+
+def test_a_mix_keeps_the_weakest_first_order_within_each_difficulty():
+    progress = dict(WEAKEST_FIRST, m3=KataProgress("m3", FAILING, 0.0), h2=KataProgress("h2", FAILING, 0.0))
+    assert names(pick_track(CATALOGUE, progress, seed=1)) == ["e1", "m3", "h2"]  # unsolved first
+    assert names(pick_track(CATALOGUE, progress, seed=1, minutes=110)) == ["e1", "m3", "h2"]  # 105
+    # after the opener m3 (35 min) does not fit in the 30 left: the next weakest medium does
+    assert names(pick_track(CATALOGUE, progress, seed=1, minutes=40)) == ["e1", "m1"]
+    assert names(pick_track(CATALOGUE, progress, seed=1, minutes=80)) == ["e1", "m3", "m1"]  # no hard fits
+    assert names(pick_track(CATALOGUE, progress, seed=1, count=5)) == ["e1", "m3", "m1", "h2", "h1"]
+    assert names(pick_track(CATALOGUE, progress, seed=1, count=1)) == ["e1"]
+    # the same seed and progress give the same katas; the seed breaks ties
+    picks = {tuple(names(pick_track(CATALOGUE, {}, seed=s, minutes=120))) for s in range(20)}
+    assert len(picks) > 1
+    assert pick_track(CATALOGUE, {}, seed=4, minutes=120) == pick_track(CATALOGUE, {}, seed=4, minutes=120)
+
+
+def test_a_track_narrows_the_choice_and_skips_katas_still_to_come():
+    track = Track("t", "test", ("m2", "h2", "flash_attention"))  # flash_attention: not installed
+    assert names(pick_track(CATALOGUE, WEAKEST_FIRST, 1, track)) == ["m2", "h2"]  # no easy: no opener
+    assert names(pick_track(CATALOGUE, WEAKEST_FIRST, 1, track, minutes=70)) == ["m2"]
+    assert names(pick_track(CATALOGUE, WEAKEST_FIRST, 1, track, "hard")) == ["h2"]
+    assert names(pick_track(CATALOGUE, WEAKEST_FIRST, 1, None, "medium", minutes=50)) == ["m1", "m2"]
+    assert names(pick_track(CATALOGUE, WEAKEST_FIRST, 1, None, "medium")) == ["m1", "m2"]  # DEFAULT_COUNT
+    assert names(pick_track(CATALOGUE, WEAKEST_FIRST, 1, None, "medium", minutes=200)) == ["m1", "m2", "m3"]
+    with pytest.raises(InterviewError, match="No kata matches track t and difficulty easy: see "
+                                             "`kata list --track t`"):
+        pick_track(CATALOGUE, {}, 1, track, "easy")
+    with pytest.raises(InterviewError, match="No kata fits in 15 min: the shortest that matches, m2, "
+                                             "takes 20 min"):
+        pick_track(CATALOGUE, {}, 1, track, MIX, minutes=15)
+    topical = [fake_kata("r1", "medium", 20, ["reductions"]), *CATALOGUE]
+    assert names(pick_track(topical, {}, 1, None, MIX, topic="reduction")) == ["r1"]
+
+
+@pytest.fixture()
+def test_track(tmp_path, monkeypatch):
+    """A tracks file over the fixed three-kata catalogue (easy vector_add, medium softmax and
+    rms_norm), plus a kata still to come."""
+    path = tmp_path / "tracks.yaml"
+    path.write_text(yaml.safe_dump({"coming": ["flash_attention"], "tracks": {
+        "t": {"description": "the test track", "katas": ["vector_add", "softmax", "rms_norm", "flash_attention"]},
+        "medium-only": {"description": "no opener", "katas": ["softmax", "rms_norm"]},
+        "all": {"description": "the whole catalogue", "katas": "*"}}}))
+    monkeypatch.setattr(tracks, "tracks_path", lambda: path)
+    return {k: get_kata(k).minutes for k in ORIGINAL_THREE}
+
+
+def test_start_with_a_track_fits_the_minutes_and_records_the_track(tmp_path, test_track):
+    minutes = test_track["vector_add"] + test_track["softmax"] + test_track["rms_norm"]
+    result = kata_cli("interview", "start", "--dir", tmp_path / "iv", "--track", "t", "--minutes",
+                      minutes - 1, "--seed", 3)
+    assert result.exit_code == 0, result.output
+    state = json.loads((tmp_path / "iv" / STATE_FILE).read_text())
+    picked = [k["name"] for k in state["katas"]]
+    assert picked[0] == "vector_add" and len(picked) == 2  # the opener, then one medium: all three do not fit
+    assert state["minutes"] == minutes - 1  # --minutes is the countdown, as without a track
+    assert state["selection"] == {"track": "t", "difficulty": "mix", "count": None, "topic": None}
+    assert "Chosen from the t track: an easy opener, then medium and hard whose budgets fit in" in result.output
+    assert f"`kata interview start --track t --minutes {minutes - 1} --seed 3`" in result.output
+
+    again = kata_cli("interview", "start", "--dir", tmp_path / "iv2", "--track", "t", "--minutes",
+                     minutes - 1, "--seed", 3)
+    assert [k["name"] for k in json.loads((tmp_path / "iv2" / STATE_FILE).read_text())["katas"]] == picked
+
+    every = kata_cli("interview", "start", "--dir", tmp_path / "iv3", "--track", "t")
+    state = json.loads((tmp_path / "iv3" / STATE_FILE).read_text())
+    assert [k["name"] for k in state["katas"]][0] == "vector_add" and len(state["katas"]) == 3
+    assert state["minutes"] == minutes  # no --minutes: the budgets added up, as before
+
+    medium = kata_cli("interview", "start", "--dir", tmp_path / "iv4", "--track", "medium-only",
+                      "--difficulty", "easy")
+    assert medium.exit_code == 2 and "No kata matches track medium-only and difficulty easy" in medium.output
+    short = kata_cli("interview", "start", "--dir", tmp_path / "iv5", "--track", "t", "--minutes", 5)
+    assert short.exit_code == 2 and "No kata fits in 5 min" in short.output
+    assert not (tmp_path / "iv4").exists() and not (tmp_path / "iv5").exists()
+
+
+def test_difficulty_mix_without_a_track_chooses_from_the_catalogue(tmp_path, test_track):
+    folder = start(tmp_path, "--difficulty", "mix", "--count", "2", "--seed", "1")
+    state = json.loads((folder / STATE_FILE).read_text())
+    assert [k["name"] for k in state["katas"]][0] == "vector_add" and len(state["katas"]) == 2
+    assert state["selection"]["track"] is None and state["selection"]["difficulty"] == "mix"
+
+
+def test_the_debrief_names_katas_of_the_same_track(tmp_path, test_track):
+    folder = start(tmp_path, "--track", "t", "--count", "2", "--seed", "2")
+    first, second = [k["name"] for k in json.loads((folder / STATE_FILE).read_text())["katas"]]
+    other = ({"softmax", "rms_norm"} - {second}).pop()  # the medium left out; shares "reductions"
+    solve(folder, first)
+    submitted = kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=5)
+    assert submitted.exit_code == 0, submitted.output
+    summary = json.loads((folder / STATE_FILE).read_text())["summary"]
+    assert summary["track"] == "t" and summary["more"] == [other]
+    assert [(i["kata"], i["related"]) for i in summary["study"]] == [(second, [other])]
+    assert f"The same topics in the t track: `{other}`" in (folder / "debrief.md").read_text()
+    assert f"The same topics in the t track: <code>{other}</code>" in (folder / "debrief.html").read_text()
+
+
+def test_a_clean_pass_points_to_the_rest_of_the_track(tmp_path):
+    folder = tmp_path / "iv"
+    (folder / "vector_add").mkdir(parents=True)
+    itv = Interview(folder=folder, started_at=T0, deadline=T0 + timedelta(minutes=10), minutes=10, seed=1,
+                    katas=[InterviewKata("vector_add", 10)], selection={"track": "t"})
+    save_interview(itv)
+    record_grade(folder / "vector_add", fake_result("vector_add", "pass"), T0 + timedelta(minutes=4))
+    pool = [get_kata(k) for k in ORIGINAL_THREE]
+    summary = summarise(load_interview(folder), {"vector_add": get_kata("vector_add")},
+                        T0 + timedelta(minutes=5), pool)
+    assert summary.study == [] and summary.more == ["rms_norm", "softmax"]
+    md = render_debrief(summary, "md")
+    assert ("Every kata passed on time, unaided. Next from the t track: `rms_norm`, `softmax`. "
+            "Another round: `kata interview start --track t`.") in md
+    untracked = dataclasses.replace(load_interview(folder), selection={})  # an interview without --track
+    plain = summarise(untracked, {"vector_add": get_kata("vector_add")}, T0 + timedelta(minutes=5))
+    assert "Try a harder one: `kata interview start --difficulty hard`." in render_debrief(plain, "md")
 
 
 # --- the clock and lateness -----------------------------------------------------------------

@@ -226,6 +226,28 @@ def test_inputs_other_than_inplace_must_stay_unchanged(fixture_katas, tmp_path):
     assert result.status == "fail" and "input 'grads[" in result.message
 
 
+def test_first_call_inplace_outputs_are_handed_over_as_copies(fixture_katas, monkeypatch):
+    """On a GPU the worker hands outputs over by reference (CUDA IPC). An in-place output is an
+    input buffer, and the second checked call writes new results into it before the checker
+    reads the first call's: so the first call's in-place outputs go over as copies."""
+    import torch
+
+    from grader import worker
+    runner = worker.CaseRunner.__new__(worker.CaseRunner)
+    runner.task = catalog.get_kata("toy_multi").tasks[0]  # sgd_step: params updated in place
+    runner.device, runner.shared = "cuda", []
+    handed = []
+    monkeypatch.setattr(worker.handover, "share", lambda t: handed.append(t) or {})
+    monkeypatch.setattr(worker.torch.cuda, "synchronize", lambda: None)
+    params = [torch.arange(4.0), torch.arange(3.0)]
+    runner._save({"params": params}, copy_inplace=True)  # the first call
+    assert [t.data_ptr() for t in handed] != [p.data_ptr() for p in params]
+    assert all(torch.equal(t, p) for t, p in zip(handed, params))
+    handed.clear()
+    runner._save({"params": params})  # the second call: nothing overwrites its outputs
+    assert [t.data_ptr() for t in handed] == [p.data_ptr() for p in params]
+
+
 def test_every_builtin_kata_loads():
     for kata in catalog.all_katas():
         assert load_kata(kata.directory).name == kata.name
@@ -336,6 +358,81 @@ def test_cost_expressions_refuse_calls_outside_the_safe_set():
         evaluate("open('x')", {})
     with pytest.raises(CostExpressionError):
         evaluate("sqrt(-1)", {})
+
+
+def _newton_schulz_example():
+    raw = {raw["name"]: raw for raw in documented_examples()}["newton_schulz_example"]
+    return parse_kata(raw, Path("katas/newton_schulz_example"), Path("r.py")).tasks[0]
+
+
+def test_a_norm_compared_output_parses_with_its_tolerance_per_case():
+    task = _newton_schulz_example()
+    (out,) = task.outputs
+    assert out.compare == "norm" and out.norm == "0.01 + 0.02 * steps + 0.3 / min(M, N)"
+    small, one_step, bench = task.cases
+    # Whatever the dtype: (atol 0, rtol TOL), TOL evaluated on the case.
+    for dtype in ("bfloat16", "float32"):
+        tol = task.tolerance(dtype, out, small)
+        assert tol.atol == 0.0 and tol.rtol == pytest.approx(0.01 + 0.1 + 0.3 / 64)
+    assert task.tolerance("bfloat16", out, one_step).rtol == pytest.approx(0.01 + 0.02 + 0.15)
+    assert task.tolerance("bfloat16", out, bench).rtol == pytest.approx(0.11 + 0.3 / 8192)
+    assert task.tolerance("bfloat16", out).rtol == out.norm  # no case: as written
+
+
+def test_the_checker_compares_a_norm_output_as_a_whole():
+    import torch
+
+    from grader.checker import Checker
+    task = _newton_schulz_example()
+    checker = Checker.__new__(Checker)
+    checker.device = "cpu"
+    truth = torch.randn(64, 96, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    noise = torch.randn(64, 96, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    inputs = {"g": truth.float(), "steps": 5}
+    tol = 0.01 + 0.1 + 0.3 / 64
+
+    def saved(rel):
+        return {"out": [(truth + rel * noise * truth.norm() / noise.norm()).to(torch.bfloat16)]}
+    verdict = checker.compare(task, inputs, saved(0.9 * tol), "small", (truth,))
+    assert verdict["ok"] and verdict["max_rel_err"] == pytest.approx(0.9 * tol, rel=0.02)
+    verdict = checker.compare(task, inputs, saved(1.2 * tol), "small", (truth,))
+    assert not verdict["ok"] and "relative Frobenius error" in verdict["message"]
+    assert f"tolerance {tol:g}" in verdict["message"] and verdict["leaf"]["mode"] == "norm"
+    found = checker.diagnosis(task, inputs, saved(1.2 * tol), verdict, "float32")
+    assert found.code == "wrong_values" and "relative Frobenius error" in found.message
+
+
+@pytest.mark.parametrize("compare, error", [
+    ({"norm": -0.1}, "negative"),
+    ({"norm": "0.1 * K"}, "case 'small'.*'K'"),
+    ({"norm": "__import__('os')"}, "only arithmetic"),
+    ({"norm": 0.1, "ulp": 1}, "{norm: TOL} alone"),
+    ({"norm": True}, "number or an expression"),
+])
+def test_a_bad_norm_tolerance_is_refused_when_the_kata_loads(compare, error):
+    raw = {raw["name"]: raw for raw in documented_examples()}["newton_schulz_example"]
+    raw = yaml.safe_load(yaml.safe_dump(raw))
+    raw["tasks"][0]["returns"][0]["compare"] = compare
+    with pytest.raises(KataFormatError, match=error):
+        parse_kata(raw, Path("katas/newton_schulz_example"), Path("r.py"))
+
+
+def test_a_norm_output_takes_no_tolerance_table_nor_scale():
+    raw = {raw["name"]: raw for raw in documented_examples()}["newton_schulz_example"]
+    for extra, error in (({"tolerance": {"bfloat16": {"atol": 0, "rtol": 0.1}}}, "not from `tolerance`"),
+                         ({"scale": "magnitude"}, "allclose outputs only")):
+        bad = yaml.safe_load(yaml.safe_dump(raw))
+        bad["tasks"][0]["returns"][0].update(extra)
+        with pytest.raises(KataFormatError, match=re.escape(error)):
+            parse_kata(bad, Path("katas/newton_schulz_example"), Path("r.py"))
+
+
+def test_the_workspace_readme_says_a_norm_output_is_compared_as_a_whole():
+    from grader.catalog import get_kata
+    from grader.report import render_workspace_readme
+    text = render_workspace_readme(get_kata("muon"))
+    assert "- how each output is compared:" in text
+    assert "`out`: normwise" in text and "||got - truth||_F / ||truth||_F <= 0.01 + 0.02 * steps" in text
 
 
 def _cross_entropy_example(**budget):

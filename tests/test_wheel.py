@@ -42,7 +42,7 @@ def test_wheel_installs_into_a_fresh_venv_and_grades(tmp_path):
         source, cwd=tmp_path)
     wheel = next(dist.glob("triton_kata-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for needed in ("grader/cli.py", "grader/worker.py", "grader/katas/softmax/kata.yaml",
+    for needed in ("grader/cli.py", "grader/worker.py", "grader/katas/softmax/kata.yaml", "grader/katas/tracks.yaml",
                    "grader/katas/softmax/spec.py", "grader/katas/rms_norm/stub.py",
                    "grader/reference/vector_add.py", "grader/templates/report.html.j2",
                    "grader/templates/leaderboard.html.j2", "grader/templates/leaderboard.md.j2"):
@@ -67,6 +67,8 @@ def test_wheel_installs_into_a_fresh_venv_and_grades(tmp_path):
     assert Path(where).resolve().is_relative_to(venv.resolve()), where
     listing = run(kata, "list", cwd=tmp_path).stdout
     assert "vector_add" in listing and "softmax" in listing and "rms_norm" in listing
+    warmup = run(kata, "list", "--track", "warmup", cwd=tmp_path).stdout  # the tracks file travels too
+    assert "Track warmup" in warmup and "vector_add" in warmup and "matmul" not in warmup
 
     work = tmp_path / "work"
     run(kata, "new", "vector_add", "--dir", work, cwd=tmp_path)

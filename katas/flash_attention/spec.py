@@ -1,0 +1,390 @@
+"""flash_attention: inputs, float64 ground truth, error magnitudes, baselines and peers.
+
+Case parameters (kata.yaml):
+  B, H, Hkv, S, D  batch, query heads, key/value heads (H % Hkv == 0), sequence length, head dim
+  causal           bool: query i sees keys 0..i
+  sm_scale         optional: the softmax scale (default 1 / sqrt(D))
+  q_scale          optional: q = q_scale * randn (default 1): 4 gives scores of +-30 and a
+                   softmax that picks a few keys; 12 gives scores in the hundreds (exp overflows
+                   float32 without the running max)
+  rising           optional: adds rising * j / S to every score of key j (through one coordinate of
+                   q and k), so the row max keeps growing from one key block to the next: every
+                   block must rescale the accumulator
+  layout           optional "bshd": every (B, *, S, D) tensor is a transposed view of a
+                   contiguous (B, S, *, D) buffer (the layout most models keep); stride(3) is 1
+
+The ground truth is float64, computed from the very inputs the kernel sees, a block of query
+rows at a time so that the (rows, S) score matrices stay within a few hundred MB at S = 16384.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+LOG_ROWS_BUDGET = 25  # float64 elements of one (heads, rows, keys) score chunk: 2**25 = 256 MB
+# The error magnitude of an output (below): |truth| plus this many root-sum-squares of the
+# terms whose rounding to the input dtype a correct kernel cannot avoid.
+RSS_MULTIPLE = 4.0
+UNIT_ROUNDOFF = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8, torch.float32: 2.0 ** -24}
+
+
+# ----------------------------------------------------------------------------- inputs
+
+def _sm_scale(case):
+    return float(case.get("sm_scale", 1.0 / math.sqrt(case["D"])))
+
+
+def _randn(shape, layout, device, generator):
+    """A float32 normal tensor of `shape` (B, X, S, D); with layout "bshd", a transposed view
+    of a contiguous (B, S, X, D) buffer."""
+    B, X, S, D = shape
+    if layout == "bshd":
+        return torch.randn(B, S, X, D, device=device, generator=generator).transpose(1, 2)
+    return torch.randn(B, X, S, D, device=device, generator=generator)
+
+
+def _empty_like_layout(shape, layout, dtype, device):
+    B, X, S, D = shape
+    if layout == "bshd":
+        return torch.empty(B, S, X, D, dtype=dtype, device=device).transpose(1, 2)
+    return torch.empty(B, X, S, D, dtype=dtype, device=device)
+
+
+def _qkv(case, dtype, device, generator):
+    B, H, Hkv, S, D = (case[k] for k in ("B", "H", "Hkv", "S", "D"))
+    assert H % Hkv == 0
+    layout = case.get("layout", "bhsd")
+    q = case.get("q_scale", 1.0) * _randn((B, H, S, D), layout, device, generator)
+    k = _randn((B, Hkv, S, D), layout, device, generator)
+    v = _randn((B, Hkv, S, D), layout, device, generator)
+    rising = case.get("rising", 0.0)
+    if rising:
+        # score(i, j) gains q[..., 0] * k[..., 0] * sm_scale = rising * j / S (one coordinate of
+        # each, replaced: q's is a constant, k's grows with the key's position).
+        q[..., 0] = 1.0 / _sm_scale(case)
+        k[..., 0] = rising * torch.arange(S, device=device, dtype=torch.float32) / S
+    return q.to(dtype), k.to(dtype), v.to(dtype)
+
+
+def make_inputs(case, dtype, device, generator):
+    q, k, v = _qkv(case, dtype, device, generator)
+    return {"q": q, "k": k, "v": v, "causal": bool(case["causal"]), "sm_scale": _sm_scale(case)}
+
+
+def make_backward_inputs(case, dtype, device, generator):
+    """q, k, v, and what the forward saved: o in the input dtype and lse in float32 (computed
+    here in float64 and rounded once), and a random upstream gradient do."""
+    q, k, v = _qkv(case, dtype, device, generator)
+    causal, sm_scale = bool(case["causal"]), _sm_scale(case)
+    layout = case.get("layout", "bhsd")
+    do = _randn(tuple(q.shape), layout, device, generator).to(dtype)
+    o64, lse64, _ = _forward64(q, k, v, causal, sm_scale, stats=False)
+    o = _empty_like_layout(tuple(q.shape), layout, dtype, device)
+    o.copy_(o64)
+    return {"q": q, "k": k, "v": v, "o": o, "lse": lse64.to(torch.float32), "do": do,
+            "causal": causal, "sm_scale": sm_scale}
+
+
+# ----------------------------------------------------------------------------- ground truth
+
+def _rows_per_chunk(G, S):
+    return max(1, min(S, (1 << LOG_ROWS_BUDGET) // max(1, G * S)))
+
+
+def _causal_mask(r0, r1, n, device):
+    """True where key j is in the future of query row i (j > i): masked out."""
+    rows = torch.arange(r0, r1, device=device)[:, None]
+    cols = torch.arange(n, device=device)[None, :]
+    return cols > rows
+
+
+def _forward64(q, k, v, causal, sm_scale, stats):
+    """(o, lse, extras) in float64; extras = (rss, score_size) when stats, else None.
+
+    rss[i, d]: sqrt(sum_j p_ij^2 v_jd^2) / l_i, the root-sum-square of the terms of o whose
+    rounding (p to the input dtype before the P @ V product) a kernel cannot avoid.
+    score_size[i]: sm_scale * max_j sum_d |q_id k_jd|, what a score's float32 error is relative to.
+    """
+    B, H, S, D = q.shape
+    Hkv = k.shape[1]
+    G = H // Hkv
+    dev = q.device
+    o = torch.empty((B, H, S, D), dtype=torch.float64, device=dev)
+    lse = torch.empty((B, H, S), dtype=torch.float64, device=dev)
+    rss = torch.empty_like(o) if stats else None
+    size = torch.empty_like(lse) if stats else None
+    rows = _rows_per_chunk(G, S)
+    for b in range(B):
+        for hk in range(Hkv):
+            heads = slice(hk * G, (hk + 1) * G)
+            kk, vv = k[b, hk].double(), v[b, hk].double()
+            qg = q[b, heads].double()
+            for r0 in range(0, S, rows):
+                r1 = min(S, r0 + rows)
+                n = r1 if causal else S  # keys this chunk of rows can see
+                s = torch.matmul(qg[:, r0:r1], kk[:n].T).mul_(sm_scale)  # (G, R, n)
+                mask = _causal_mask(r0, r1, n, dev) if causal else None
+                if mask is not None:
+                    s.masked_fill_(mask, -math.inf)
+                m = s.amax(dim=-1, keepdim=True)
+                p = s.sub_(m).exp_()
+                l = p.sum(dim=-1, keepdim=True)
+                o[b, heads, r0:r1] = torch.matmul(p, vv[:n]) / l
+                lse[b, heads, r0:r1] = (m + torch.log(l)).squeeze(-1)
+                if stats:
+                    rss[b, heads, r0:r1] = torch.matmul(p.mul_(p), vv[:n] * vv[:n]).sqrt_() / l
+                    a = torch.matmul(qg[:, r0:r1].abs(), kk[:n].abs().T)
+                    if mask is not None:
+                        a.masked_fill_(mask, 0.0)
+                    size[b, heads, r0:r1] = sm_scale * a.amax(dim=-1)
+                del s, p
+    return o, lse, ((rss, size) if stats else None)
+
+
+def _backward64(q, k, v, o, lse, do, causal, sm_scale, stats):
+    """(dq, dk, dv) in float64 from the given o and lse (what the kernel is handed), and, when
+    stats, the root-sum-squares of the terms each is a sum of (rounded by any kernel: p and ds
+    to the input dtype before their products):
+      dq_i = sm_scale * sum_j ds_ij k_j,  dk_j = sm_scale * sum_{h, i} ds_ij q_i,
+      dv_j = sum_{h, i} p_ij do_i,  with p_ij = exp(s_ij - lse_i), ds_ij = p_ij (dp_ij - delta_i),
+      dp_ij = do_i . v_j, delta_i = do_i . o_i."""
+    B, H, S, D = q.shape
+    Hkv = k.shape[1]
+    G = H // Hkv
+    dev = q.device
+    dq = torch.empty((B, H, S, D), dtype=torch.float64, device=dev)
+    dk = torch.zeros((B, Hkv, S, D), dtype=torch.float64, device=dev)
+    dv = torch.zeros_like(dk)
+    if stats:
+        rq, rk2, rv2 = torch.empty_like(dq), torch.zeros_like(dk), torch.zeros_like(dk)
+        cq, ck = torch.empty_like(dq), torch.zeros_like(dk)
+    rows = _rows_per_chunk(G, S)
+    for b in range(B):
+        for hk in range(Hkv):
+            heads = slice(hk * G, (hk + 1) * G)
+            kk, vv = k[b, hk].double(), v[b, hk].double()
+            qg, og, dog = q[b, heads].double(), o[b, heads].double(), do[b, heads].double()
+            lg = lse[b, heads].double()
+            for r0 in range(0, S, rows):
+                r1 = min(S, r0 + rows)
+                n = r1 if causal else S
+                qc, doc = qg[:, r0:r1], dog[:, r0:r1]
+                p = torch.matmul(qc, kk[:n].T).mul_(sm_scale).sub_(lg[:, r0:r1, None]).exp_()
+                if causal:
+                    p.masked_fill_(_causal_mask(r0, r1, n, dev), 0.0)
+                delta = (og[:, r0:r1] * doc).sum(dim=-1, keepdim=True)
+                ds = torch.matmul(doc, vv[:n].T).sub_(delta).mul_(p)  # (G, R, n)
+                dq[b, heads, r0:r1] = sm_scale * torch.matmul(ds, kk[:n])
+                dk[b, hk, :n] += sm_scale * torch.einsum("grn,grd->nd", ds, qc)
+                dv[b, hk, :n] += torch.einsum("grn,grd->nd", p, doc)
+                if stats:
+                    # dp_ij - delta_i cancels where o_i ~ v_j (a peaked softmax): its float32
+                    # error is relative to |do_i|.|v_j| + |o_i|.|do_i|, not to the difference.
+                    a = torch.matmul(doc.abs(), vv[:n].abs().T)
+                    a.add_((og[:, r0:r1] * doc).abs().sum(dim=-1, keepdim=True)).mul_(p)
+                    cq[b, heads, r0:r1] = sm_scale * torch.matmul(a, kk[:n].abs())
+                    ck[b, hk, :n] += sm_scale * torch.einsum("grn,grd->nd", a, qc.abs())
+                    del a
+                    ds2 = ds.mul_(ds)
+                    rq[b, heads, r0:r1] = sm_scale * torch.matmul(ds2, kk[:n] * kk[:n]).sqrt_()
+                    rk2[b, hk, :n] += sm_scale ** 2 * torch.einsum("grn,grd->nd", ds2, qc * qc)
+                    p2 = p.mul_(p)
+                    rv2[b, hk, :n] += torch.einsum("grn,grd->nd", p2, doc * doc)
+                del p, ds
+    if not stats:
+        return dq, dk, dv, None
+    return dq, dk, dv, (rq, rk2.sqrt_(), rv2.sqrt_(), cq, ck)
+
+
+# The checker asks for the ground truth and then, separately, for each output's magnitude (on
+# cloned inputs): both come from one float64 pass, kept for the inputs it was computed from.
+_LAST = {"key": None, "inputs": None, "value": None}
+
+
+def _memo(kind, inputs, compute):
+    tensors = {name: t for name, t in inputs.items() if isinstance(t, torch.Tensor)}
+    key = (kind, tuple(sorted((n, repr(x)) for n, x in inputs.items() if n not in tensors)),
+           tuple((n, tuple(t.shape), t.stride(), t.dtype, str(t.device))
+                 for n, t in sorted(tensors.items())))
+    if _LAST["key"] == key and all(torch.equal(_LAST["inputs"][n], t) for n, t in tensors.items()):
+        return _LAST["value"]
+    _LAST.update(key=None, inputs=None, value=None)  # free the old one first
+    value = compute()
+    _LAST.update(key=key, inputs={n: t.clone() for n, t in tensors.items()}, value=value)
+    return value
+
+
+def _forward_stats(q, k, v, causal, sm_scale):
+    return _memo("forward", dict(q=q, k=k, v=v, causal=causal, sm_scale=sm_scale),
+                 lambda: _forward64(q, k, v, causal, sm_scale, stats=True))
+
+
+def _backward_stats(q, k, v, o, lse, do, causal, sm_scale):
+    return _memo("backward", dict(q=q, k=k, v=v, o=o, lse=lse, do=do, causal=causal, sm_scale=sm_scale),
+                 lambda: _backward64(q, k, v, o, lse, do, causal, sm_scale, stats=True))
+
+
+def reference(q, k, v, causal, sm_scale):
+    o, lse, _ = _forward_stats(q, k, v, causal, sm_scale)
+    return o, lse
+
+
+def reference_backward(q, k, v, o, lse, do, causal, sm_scale):
+    dq, dk, dv, _ = _backward_stats(q, k, v, o, lse, do, causal, sm_scale)
+    return dq, dk, dv
+
+
+# ----------------------------------------------------------------------------- error magnitudes
+# Each output is judged by |got - truth| <= atol + rtol * magnitude (kata.yaml). A correct
+# kernel rounds p (forward, dv) and ds (dq, dk) to the input dtype before its tensor-core
+# products: independent relative errors of at most half an ulp on every term of a sum, whose
+# total is a random walk of size ~ 0.3 ulp * rss (the root-sum-square of the terms). The
+# magnitude is |truth| + RSS_MULTIPLE * rss: the final rounding (half an ulp of |truth|) and
+# a dozen standard deviations of the products' rounding, whatever S is; a relative error of
+# O(1) (the bugs) stays far outside it.
+
+def o_magnitude(q, k, v, causal, sm_scale):
+    o, _, (rss, _) = _forward_stats(q, k, v, causal, sm_scale)
+    return o.abs() + RSS_MULTIPLE * rss
+
+
+def lse_magnitude(q, k, v, causal, sm_scale):
+    # A score's float32 error is relative to sum_d |q_d k_d| (times sm_scale), not to the score.
+    _, lse, (_, size) = _forward_stats(q, k, v, causal, sm_scale)
+    return lse.abs() + size
+
+
+def _cancellation_weight(dtype, D):
+    """dp - delta is a difference of two float32 dot products of length D: its error, up to
+    ~2 D float32 ulps of the terms' size (tensor cores truncate), in units of the input dtype's
+    rounding (the tolerance's rtol)."""
+    return 2.0 * D * 2.0 ** -24 / UNIT_ROUNDOFF[dtype]
+
+
+def dq_magnitude(q, k, v, o, lse, do, causal, sm_scale):
+    dq, _, _, (rq, _, _, cq, _) = _backward_stats(q, k, v, o, lse, do, causal, sm_scale)
+    return dq.abs() + RSS_MULTIPLE * rq + _cancellation_weight(q.dtype, q.shape[-1]) * cq
+
+
+def dk_magnitude(q, k, v, o, lse, do, causal, sm_scale):
+    _, dk, _, (_, rk, _, _, ck) = _backward_stats(q, k, v, o, lse, do, causal, sm_scale)
+    return dk.abs() + RSS_MULTIPLE * rk + _cancellation_weight(q.dtype, q.shape[-1]) * ck
+
+
+def dv_magnitude(q, k, v, o, lse, do, causal, sm_scale):
+    _, _, dv, (_, _, rv, _, _) = _backward_stats(q, k, v, o, lse, do, causal, sm_scale)
+    return dv.abs() + RSS_MULTIPLE * rv
+
+
+# ----------------------------------------------------------------------------- baselines and peers
+# The issue's targets are ratios to SDPA's FlashAttention-2 backend (forward 1.0x, backward
+# 0.8x) and to its cuDNN backend (forward 0.75x). The graded baseline is SDPA with the flash
+# backend wherever it is available (PyTorch's other choices allowed, cuDNN excluded: on some
+# versions it is the default on an H100); peer_* pin one backend each, for the benchmark.
+
+def _gqa(q, k):
+    return q.shape[1] != k.shape[1]
+
+
+def _backends(name):
+    from torch.nn.attention import SDPBackend
+    return {
+        "default": [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH],
+        "flash": [SDPBackend.FLASH_ATTENTION],
+        "cudnn": [SDPBackend.CUDNN_ATTENTION],
+    }[name]
+
+
+_EXPANDED = {}  # (ptr, shape, dtype, group) -> k or v with its heads repeated (cuDNN's GQA)
+
+
+def _expand_heads(t, group):
+    """(B, Hkv, S, D) -> (B, Hkv * group, S, D), kv head h // group for query head h. Kept per
+    buffer, so the cuDNN peer (no GQA in SDPA's cuDNN backend) is timed without the copy."""
+    if group == 1:
+        return t
+    key = (t.data_ptr(), tuple(t.shape), t.dtype, group)
+    if key not in _EXPANDED:
+        if len(_EXPANDED) >= 8:
+            _EXPANDED.clear()
+        _EXPANDED[key] = t.repeat_interleave(group, dim=1)
+    return _EXPANDED[key]
+
+
+def _sdpa(q, k, v, causal, sm_scale, backend):
+    from torch.nn.attention import sdpa_kernel
+    if backend == "cudnn":
+        group = q.shape[1] // k.shape[1]
+        k, v = _expand_heads(k, group), _expand_heads(v, group)
+    with sdpa_kernel(_backends(backend)):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm_scale,
+                                              enable_gqa=_gqa(q, k))
+
+
+def baseline(q, k, v, causal, sm_scale):
+    """F.scaled_dot_product_attention (enable_gqa for GQA): FlashAttention-2 for bf16/fp16 on
+    an H100/H200, which runs GQA natively."""
+    return _sdpa(q, k, v, causal, sm_scale, "default")
+
+
+def peer_sdpa_flash(q, k, v, causal, sm_scale):
+    """The forward through SDPA's FlashAttention-2 backend only (the issue's first target)."""
+    return _sdpa(q, k, v, causal, sm_scale, "flash")
+
+
+def peer_sdpa_cudnn(q, k, v, causal, sm_scale):
+    """The forward through SDPA's cuDNN backend only (the issue's second target). It has no GQA:
+    k and v get the query heads' count first, once per buffer, outside the timed work."""
+    return _sdpa(q, k, v, causal, sm_scale, "cudnn")
+
+
+# The backward baselines time autograd's backward of SDPA, and only that: a forward is run once
+# per shape on detached copies of q, k, v (outside the timing, which starts after warm-up
+# calls), and every call runs torch.autograd.grad on that graph with the call's `do`. The
+# backward kernels' time does not depend on the values; the graph is kept for the last shape.
+_GRAPH = {"key": None, "leaves": None, "out": None}
+
+
+@torch.compiler.disable  # nothing to fuse in an autograd call; benchmarks/bench.py compiles baselines
+def _sdpa_backward(q, k, v, do, causal, sm_scale, backend):
+    key = (tuple(q.shape), tuple(k.shape), q.dtype, str(q.device), causal, sm_scale, backend)
+    with torch.enable_grad():
+        if _GRAPH["key"] != key:
+            _GRAPH.update(key=None, leaves=None, out=None)
+            leaves = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
+            qq, kk, vv = leaves
+            if backend == "cudnn":  # no GQA there: the kv heads repeated inside the graph
+                group = qq.shape[1] // kk.shape[1]
+                kk, vv = kk.repeat_interleave(group, dim=1), vv.repeat_interleave(group, dim=1)
+            from torch.nn.attention import sdpa_kernel
+            with sdpa_kernel(_backends(backend)):
+                out = F.scaled_dot_product_attention(qq, kk, vv, is_causal=causal, scale=sm_scale,
+                                                     enable_gqa=_gqa(qq, kk))
+            _GRAPH.update(key=key, leaves=leaves, out=out)
+        return torch.autograd.grad(_GRAPH["out"], _GRAPH["leaves"], do, retain_graph=True)
+
+
+def baseline_backward(q, k, v, o, lse, do, causal, sm_scale):
+    """Autograd's backward of F.scaled_dot_product_attention, as baseline() runs it (the
+    FlashAttention-2 backward for bf16/fp16 on an H100/H200), from the same do."""
+    return _sdpa_backward(q, k, v, do, causal, sm_scale, "default")
+
+
+def peer_sdpa_flash_backward(q, k, v, o, lse, do, causal, sm_scale):
+    """The backward of SDPA's FlashAttention-2 backend only (the issue's backward target)."""
+    return _sdpa_backward(q, k, v, do, causal, sm_scale, "flash")
+
+
+def peer_sdpa_cudnn_backward(q, k, v, o, lse, do, causal, sm_scale):
+    """The backward of SDPA's cuDNN backend (the kv heads repeated inside the graph, since it
+    has no GQA: the repeat's backward, a sum over each group, is part of what is timed)."""
+    return _sdpa_backward(q, k, v, do, causal, sm_scale, "cudnn")
+
+
+# benchmarks/bench.py times these beside the baseline (a peer that cannot take a task's
+# arguments, a forward peer on the backward, is skipped there).
+BENCH_PEERS = {
+    "sdpa_flash": "peer_sdpa_flash", "sdpa_cudnn": "peer_sdpa_cudnn",
+    "sdpa_flash_bwd": "peer_sdpa_flash_backward", "sdpa_cudnn_bwd": "peer_sdpa_cudnn_backward",
+}

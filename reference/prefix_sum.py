@@ -1,0 +1,218 @@
+"""Reference solution for the prefix_sum kata.
+
+What it teaches: the scan, the reduction whose every output depends on everything before it.
+out[i, j] = x[i, 0] + ... + x[i, j] (inclusive), so element j of a row cannot be written until
+the sum of all the row's earlier elements is known. Inside one program that is what tl.cumsum
+does. The whole question of the kata is what to do when a row is longer than one program should
+hold: the programs must pass running totals ("carries") to each other.
+
+- Rows that fit one block (here up to 8192 elements, 32 KiB): one program scans one row, or
+  several short rows at once (a [BLOCK_M, BLOCK_N] tile scanned along axis 1). No program needs
+  another's result. 8192 x 8192 runs this way: 8192 programs, x read once, out written once.
+- Longer rows are cut into tiles of 4096 elements and need a multi-block scan. Two designs:
+  * reduce-then-scan (three launches): (1) each tile's sum, (2) a scan of those sums, which
+    gives each tile its carry (the sum of every earlier tile of its row), (3) each tile scanned
+    again plus its carry. Simple and deterministic, but x is read twice: 12 bytes of traffic per
+    4-byte element instead of 8, so it cannot pass ~67% of the copy bandwidth when x is larger
+    than the L2.
+  * single-pass scan with decoupled look-back (Merrill & Garland, 2016; what CUB's DeviceScan
+    does): each program loads its tile once, publishes the tile's sum at once (flag AGGREGATE),
+    then looks back at its predecessors' published values: it adds AGGREGATE sums until it
+    meets a predecessor that already published its INCLUSIVE prefix (the sum of its whole row
+    up to its end), and stops there. It then publishes its own inclusive prefix and writes its
+    tile. x is read once: the traffic of a copy. This file uses it; the reduce-then-scan version
+    is kept below (USE_LOOKBACK = False) because it is the one to write first.
+
+The look-back has two details that decide whether it works at all:
+- Value and flag are packed into one 64-bit word (value in the high half, flag in the low) and
+  written and read with atomics, so a reader never sees a flag with a stale value.
+- A program may only wait for programs that are already running, or the GPU deadlocks (a
+  waiting program occupies the slot its predecessor needs). Program ids do not promise that:
+  each program takes a ticket from an atomic counter instead, and works on the tile its ticket
+  names. Any earlier ticket was taken by a program that is running, and it publishes its sum
+  without waiting for anyone, so every wait ends.
+
+Numerics: float32 rows are scanned in float32 (tree-ordered inside a tile, a short chain of
+carries between tiles). The carry a tile gets depends on which predecessors had published when
+it looked, so the last bits of a float32 result can change from run to run; int32 sums are
+exact and wrap around modulo 2**32 on overflow, like any int32 addition on the GPU.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+# Rows up to this many elements are scanned whole by one program (32 KiB of float32/int32).
+ROW_BLOCK_MAX = 8192
+# Elements per program for short rows: several rows share one program.
+ROW_TILE = 4096
+# Tile of the multi-block scans: 4096 elements (16 KiB) per program, 32 per thread at 4 warps.
+TILE = 4096
+# Predecessors a program reads at once during its look-back (one warp's worth).
+WINDOW = 32
+# Warps of the look-back kernel: 4096 / 128 threads = 32 elements per thread.
+LOOKBACK_WARPS = 4
+# False: long rows take the three-launch reduce-then-scan instead of the look-back.
+USE_LOOKBACK = True
+
+# The look-back's flags (literals in the kernel): 0 = EMPTY, nothing published yet;
+# 1 = AGGREGATE, the tile's own sum; 2 = INCLUSIVE, the row's sum up to and including the tile.
+
+
+@triton.jit
+def scan_rows_kernel(x_ptr, out_ptr, M, N, x_row_stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # BLOCK_M whole rows per program (BLOCK_N >= N): one tl.cumsum along the rows, no carries.
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    # Padding lanes load 0: they come after the real ones, so they change no inclusive sum.
+    x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask, other=0)
+    y = tl.cumsum(x, axis=1)
+    tl.store(out_ptr + rows[:, None] * N + cols[None, :], y, mask=mask)
+
+
+@triton.jit
+def _pack(value, flag, IS_FLOAT: tl.constexpr):
+    # The value's 32 bits in the high half of an int64, the flag in the low half.
+    if IS_FLOAT:
+        bits = value.to(tl.int32, bitcast=True)
+    else:
+        bits = value
+    return (bits.to(tl.int64) << 32) | flag
+
+
+@triton.jit
+def _unpack_value(word, IS_FLOAT: tl.constexpr):
+    bits = (word >> 32).to(tl.int32)
+    if IS_FLOAT:
+        bits = bits.to(tl.float32, bitcast=True)
+    return bits
+
+
+@triton.jit
+def scan_lookback_kernel(
+    x_ptr, out_ptr, state_ptr,
+    N, x_row_stride, tiles_per_row, num_tiles,
+    TILE: tl.constexpr, WINDOW: tl.constexpr, IS_FLOAT: tl.constexpr,
+):
+    # The ticket, not the program id, says which tile this program scans: tickets are handed
+    # out in the order programs start, so every earlier tile belongs to a running program.
+    ticket = tl.atomic_add(state_ptr + num_tiles, 1)
+    row = ticket // tiles_per_row
+    k = ticket - row * tiles_per_row  # the tile's position in its row
+    row_state = state_ptr + row * tiles_per_row
+
+    cols = k * TILE + tl.arange(0, TILE)
+    mask = cols < N
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0)
+
+    # 1. Publish this tile's sum before anything else: successors may be waiting for it. The
+    #    first tile of a row has nothing before it: its sum is already its inclusive prefix.
+    total = tl.sum(x, axis=0)
+    tl.atomic_xchg(row_state + k, _pack(total, tl.where(k == 0, 2, 1).to(tl.int64), IS_FLOAT),
+                   sem="relaxed")
+
+    # 2. Look back, WINDOW predecessors at a time, newest first. From the newest INCLUSIVE in
+    #    the window on, every value is added; without one, the whole window is added and the
+    #    next older window is read. If a tile after the newest INCLUSIVE has not published yet
+    #    (EMPTY), the window is read again: that tile is running and publishes without waiting.
+    prefix = tl.zeros([], dtype=x.dtype)
+    end = k  # tiles [0, end) of the row are still to be accounted for
+    while end > 0:
+        idx = end - WINDOW + tl.arange(0, WINDOW)
+        in_row = idx >= 0
+        # An atomic read (add 0): a plain load could be served stale from a cache.
+        word = tl.atomic_add(row_state + idx, tl.zeros([WINDOW], dtype=tl.int64), mask=in_row,
+                             sem="relaxed")
+        flag = tl.where(in_row, word & 3, 1)
+        value = tl.where(in_row, _unpack_value(word, IS_FLOAT), 0)
+        newest_inclusive = tl.max(tl.where(flag == 2, idx, -1), axis=0)
+        newest_empty = tl.max(tl.where(flag == 0, idx, -1), axis=0)
+        ready = newest_empty < tl.maximum(newest_inclusive, 0)
+        part = tl.sum(tl.where(idx >= newest_inclusive, value, 0), axis=0)
+        prefix += tl.where(ready, part, 0)
+        end = tl.where(ready, tl.where(newest_inclusive >= 0, 0, end - WINDOW), end)
+
+    # 3. Publish the inclusive prefix (it unblocks the successors' look-back), then write.
+    tl.atomic_xchg(row_state + k, _pack(prefix + total, tl.full([], 2, tl.int64), IS_FLOAT),
+                   sem="relaxed")
+    y = tl.cumsum(x, axis=0) + prefix
+    tl.store(out_ptr + row * N + cols, y, mask=mask)
+
+
+# Reduce-then-scan: the three-launch multi-block scan (USE_LOOKBACK = False).
+
+@triton.jit
+def tile_sums_kernel(x_ptr, sums_ptr, N, x_row_stride, tiles_per_row, TILE: tl.constexpr):
+    # Pass 1: the sum of each tile.
+    tile = tl.program_id(0).to(tl.int64)
+    row = tile // tiles_per_row
+    cols = (tile - row * tiles_per_row) * TILE + tl.arange(0, TILE)
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=cols < N, other=0)
+    tl.store(sums_ptr + tile, tl.sum(x, axis=0))
+
+
+@triton.jit
+def scan_tiles_kernel(x_ptr, out_ptr, prefix_ptr, N, x_row_stride, tiles_per_row, num_tiles,
+                      TILE: tl.constexpr):
+    # Pass 3: each tile scanned, plus its carry: the inclusive scan of the tile sums up to the
+    # tile *before* it (0 for a row's first tile). Tiles are taken last to first, so the first
+    # ones read are those pass 1 read last, which may still sit in the L2.
+    tile = (num_tiles - 1 - tl.program_id(0)).to(tl.int64)
+    row = tile // tiles_per_row
+    k = tile - row * tiles_per_row
+    cols = k * TILE + tl.arange(0, TILE)
+    mask = cols < N
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0)
+    carry = tl.load(prefix_ptr + tile - 1, mask=k > 0, other=0)
+    tl.store(out_ptr + row * N + cols, tl.cumsum(x, axis=0) + carry, mask=mask)
+
+
+def _scan_rows(x: torch.Tensor, out: torch.Tensor) -> None:
+    M, N = x.shape
+    block_n = max(16, triton.next_power_of_2(N))
+    block_m = max(1, min(ROW_TILE // block_n, triton.next_power_of_2(M)))
+    num_warps = 8 if block_m * block_n >= 8192 else 4
+    scan_rows_kernel[(triton.cdiv(M, block_m),)](
+        x, out, M, N, x.stride(0), BLOCK_M=block_m, BLOCK_N=block_n, num_warps=num_warps,
+    )
+
+
+def _scan_lookback(x: torch.Tensor, out: torch.Tensor) -> None:
+    M, N = x.shape
+    tiles_per_row = triton.cdiv(N, TILE)
+    num_tiles = M * tiles_per_row
+    # One packed word per tile, then the ticket counter: all zero (EMPTY) before the launch.
+    state = torch.zeros(num_tiles + 1, dtype=torch.int64, device=x.device)
+    scan_lookback_kernel[(num_tiles,)](
+        x, out, state, N, x.stride(0), tiles_per_row, num_tiles,
+        TILE=TILE, WINDOW=WINDOW, IS_FLOAT=x.dtype.is_floating_point, num_warps=LOOKBACK_WARPS,
+    )
+
+
+def _scan_reduce_then_scan(x: torch.Tensor, out: torch.Tensor) -> None:
+    M, N = x.shape
+    tiles_per_row = triton.cdiv(N, TILE)
+    num_tiles = M * tiles_per_row
+    sums = torch.empty((M, tiles_per_row), dtype=x.dtype, device=x.device)
+    tile_sums_kernel[(num_tiles,)](x, sums, N, x.stride(0), tiles_per_row, TILE=TILE, num_warps=4)
+    # Pass 2: the scan of the tile sums, by this same function (one short row per row of x).
+    prefix = cumsum(sums)
+    scan_tiles_kernel[(num_tiles,)](x, out, prefix, N, x.stride(0), tiles_per_row, num_tiles,
+                                    TILE=TILE, num_warps=4)
+
+
+def cumsum(x: torch.Tensor) -> torch.Tensor:
+    assert x.dim() == 2 and x.dtype in (torch.float32, torch.int32)
+    # Elements of a row must be adjacent; rows themselves may be strided.
+    if x.stride(1) != 1 and x.shape[1] > 1:
+        x = x.contiguous()
+    M, N = x.shape
+    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    if N <= ROW_BLOCK_MAX:
+        _scan_rows(x, out)
+    elif USE_LOOKBACK:
+        _scan_lookback(x, out)
+    else:
+        _scan_reduce_then_scan(x, out)
+    return out

@@ -1,0 +1,39 @@
+"""Wrong adamw: the weight decay is not scaled by the learning rate.
+
+AdamW multiplies the weight by 1 - lr * weight_decay. Multiplying by 1 - weight_decay
+decays it lr times too fast: with weight_decay = 0.01, 1% of every weight per step.
+"""
+# expect-fail: first_step
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def adamw_kernel(p_ptr, g_ptr, m_ptr, v_ptr, n_elements,
+                 decay, beta1, beta2, step_size, inv_sqrt_bc2, eps, weight_decay,
+                 BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    p = tl.load(p_ptr + offs, mask=mask).to(tl.float32)
+    g = tl.load(g_ptr + offs, mask=mask).to(tl.float32)
+    m = tl.load(m_ptr + offs, mask=mask)
+    v = tl.load(v_ptr + offs, mask=mask)
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    p = p * decay - step_size * m / (tl.sqrt(v) * inv_sqrt_bc2 + eps)
+    tl.store(m_ptr + offs, m, mask=mask)
+    tl.store(v_ptr + offs, v, mask=mask)
+    tl.store(p_ptr + offs, p.to(p_ptr.dtype.element_ty), mask=mask)
+
+
+def adamw_step(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps, weight_decay):
+    # BUG: the decay is not scaled by the learning rate.
+    decay = 1.0 - weight_decay
+    step_size = lr / (1.0 - beta1 ** step)
+    inv_sqrt_bc2 = 1.0 / (1.0 - beta2 ** step) ** 0.5
+    # One launch per tensor: correct, if slow on many small tensors.
+    for p, g, m, v in zip(params, grads, exp_avgs, exp_avg_sqs):
+        n = p.numel()
+        adamw_kernel[(triton.cdiv(n, 1024),)](p, g, m, v, n, decay, beta1, beta2, step_size,
+                                              inv_sqrt_bc2, eps, weight_decay, BLOCK=1024)
