@@ -106,7 +106,7 @@ def partition_kernel(crow_ptr, bound_ptr, R, P, steps,
 
 @triton.jit
 def _ceil_log2(n):
-    steps = 0
+    steps = n * 0  # an int32 tensor from the start: it is carried through the loop
     while ((n - 1) >> steps) > 0:
         steps += 1
     return steps

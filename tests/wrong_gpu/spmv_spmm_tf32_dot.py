@@ -61,7 +61,7 @@ def partition_kernel(crow_ptr, bound_ptr, R, P, steps,
 
 @triton.jit
 def _ceil_log2(n):
-    steps = 0
+    steps = n * 0  # an int32 tensor from the start: it is carried through the loop
     while ((n - 1) >> steps) > 0:
         steps += 1
     return steps
@@ -109,9 +109,9 @@ def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, bound_ptr, cross_ptr,
     prefix = tl.cumsum(v * xv, 0)
     first_lane = row_start - s  # < 0 for a row that began in an earlier program
     before = tl.gather(prefix, tl.maximum(first_lane - 1, 0).to(tl.int32), 0)
-    seg = prefix - tl.where(first_lane > 0, before, 0.0)
+    seg = (prefix - tl.where(first_lane > 0, before, 0.0)).to(tl.float32)
 
-    # At the last nonzero of a row the scan holds the row's sum within this program.
+    # At the last nonzero of a row, seg is the row's sum within this program.
     last = valid & (k + 1 == row_end)
     tl.store(y_ptr + row, seg.to(y_ptr.dtype.element_ty), mask=last & (row_start >= s))
     # Crossing rows: the part of a row that began in an earlier program (it ends here), and the
@@ -120,7 +120,7 @@ def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, bound_ptr, cross_ptr,
     head = last & (row_start < s)
     tail = (k == e - 1) & (row_end > e)
     slot = row_start // NPP + 1
-    tl.atomic_add(cross_ptr + slot, seg.to(tl.float32), mask=head | tail, sem="relaxed")
+    tl.atomic_add(cross_ptr + slot, seg, mask=head | tail, sem="relaxed")
 
 
 @triton.jit
