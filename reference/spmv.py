@@ -28,7 +28,8 @@ price is bookkeeping:
    subtracts the prefix just before the row's first nonzero (tl.gather fetches it from another
    lane). The prefix is float64: the difference of two prefixes loses ~1e-16 of the whole
    block's magnitude, where a float32 prefix would lose ~1e-7 of it, far more than a short row
-   among long ones may lose. (tl.associative_scan over (product, row) pairs with
+   among long ones may lose (a float64 prefix only fails that way when the products of one block
+   differ by ~10^9 in size). (tl.associative_scan over (product, row) pairs with
    combine((a, ra), (b, rb)) = (a + b if ra == rb else b, rb) is the other classic, in float32
    and exact in its segments; it is as fast on a GPU, and very slow on the Triton interpreter.)
    spmm multiplies by a 0/1 matrix instead: with onehot[j, i] = 1 when nonzero i lies in row j
@@ -50,9 +51,10 @@ price is bookkeeping:
 Accumulation is float32 or wider whatever the values' dtype: the products of two float16 values
 are exact in float32, of two float32 values in float64. For float32 spmm the tensor cores read
 float32 operands as tf32 (10 mantissa bits, error 2**-11), far too coarse; so the products
-values * B (exact float32 multiplies on the CUDA cores) are split into a tf32-representable high part and the remainder, and both go through the
-tensor cores: onehot is exactly 0 or 1, so the two dots lose only the remainder's low bits,
-about 2**-21 of each product.
+values * B (float32 multiplies on the CUDA cores, rounded once) are split into a
+tf32-representable high part and the remainder, and both go through the tensor cores: onehot is
+exactly 0 or 1, so the two dots lose only the remainder's low bits, about 2**-21 of each
+product.
 
 Indices are int64 throughout: nnz may exceed 2**31, and so may R * N in spmm's output offsets.
 """
