@@ -54,6 +54,12 @@ def _dtype_name(dtype: torch.dtype) -> str:
 CHUNK_ELEMENTS = 1 << 25  # compared at a time: float64 temporaries of ~256 MB each, not of the output
 
 
+def _slices(total: int):
+    """(start, slice) over a flattened tensor of `total` elements, CHUNK_ELEMENTS at a time."""
+    for start in range(0, total, CHUNK_ELEMENTS):
+        yield start, slice(start, start + CHUNK_ELEMENTS)
+
+
 def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mode: str,
                    atol: float = 0.0, rtol: float = 0.0, ulp: int = 0,
                    scale: torch.Tensor | None = None) -> Comparison:
@@ -70,10 +76,9 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
     flat_got, flat_exp = got.reshape(-1), expected.reshape(-1)
     flat_scale = None if scale is None else scale.to(got.device).expand_as(expected).reshape(-1)
     max_abs = max_rel = None
-    n_bad, mismatches, message_parts = 0, [], None
+    n_bad, mismatches = 0, []
     nan_bad = inf_bad = 0
-    for start in range(0, total, CHUNK_ELEMENTS):
-        part = slice(start, start + CHUNK_ELEMENTS)
+    for start, part in _slices(total):
         close, g, e, diff = close_mask(flat_got[part], flat_exp[part], mode=mode, atol=atol, rtol=rtol,
                                        ulp=ulp, scale=None if flat_scale is None else flat_scale[part])
         finite = torch.isfinite(diff)
@@ -143,8 +148,7 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
 def _norm_parts(got: torch.Tensor, expected: torch.Tensor):
     """(start, got, expected) float64 slices of the flattened tensors, CHUNK_ELEMENTS at a time."""
     flat_got, flat_exp = got.detach().reshape(-1), expected.detach().to(got.device).reshape(-1)
-    for start in range(0, flat_got.numel(), CHUNK_ELEMENTS):
-        part = slice(start, start + CHUNK_ELEMENTS)
+    for start, part in _slices(flat_got.numel()):
         yield start, flat_got[part].double(), flat_exp[part].double()
 
 

@@ -29,6 +29,20 @@ def evaluate(expression: str, names: dict) -> float:
     return _eval(parse(expression).body, names, expression)
 
 
+def number_or_expression(raw) -> float | str:
+    """A declared value (a tolerance, a memory budget): a number, or an expression over the
+    case's fields kept as text (checked here, evaluated per case)."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise CostExpressionError(f"must be a number or an expression, not {raw!r}")
+    if isinstance(raw, str):
+        try:
+            return float(raw)  # YAML reads 1e-3 (no dot) as a string
+        except ValueError:
+            parse(raw)
+            return raw
+    return float(raw)
+
+
 def parse(expression: str) -> ast.Expression:
     """The expression's tree; raises CostExpressionError when it is not valid Python."""
     try:

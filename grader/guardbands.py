@@ -8,9 +8,8 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from grader.guards import grader_machinery
+from grader.guards import GraderDispatchMode, grader_machinery
 
 GUARD_BYTES = 1024  # a multiple of every element size, so alignment is kept
 PATTERN = 0xA5
@@ -52,12 +51,8 @@ def guarded_copy(t: torch.Tensor, label: str = "") -> tuple[torch.Tensor, Guarde
     return copy, Guarded(buffer, nbytes, label)
 
 
-class GuardedFactories(TorchDispatchMode):
+class GuardedFactories(GraderDispatchMode):
     """While active, tensors made by the factories above come back inside guarded storage."""
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # no torch._dynamo import on the first op (grader.guards says why)
-
 
     def __init__(self, pause=nullcontext):
         super().__init__()

@@ -14,9 +14,9 @@ from typing import Any
 import yaml
 
 from grader.allowed_ops import HOST_READS, is_op_name
-from grader.costexpr import CostExpressionError, evaluate, parse
+from grader.costexpr import CostExpressionError, evaluate, number_or_expression
 from grader.limits import GRADE_LIMIT_S
-from grader.memory_budget import MemoryBudget, MemoryBudgetError, check_cases, parse_memory_budget
+from grader.memory_budget import MemoryBudget, MemoryBudgetError, parse_memory_budget
 
 MODES = ("interpret", "gpu")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -284,21 +284,10 @@ def _parse_tolerances(raw: Any, where: str) -> dict[str, Tolerance]:
 
 def _tolerance_value(raw: Any, where: str) -> float | str:
     """A number, or an expression over the case's fields (checked per case once parsed)."""
-    if isinstance(raw, bool):
-        raise KataFormatError(f"{where}: must be a number or an expression, not {raw!r}")
-    if isinstance(raw, (int, float)):
-        return float(raw)
-    if isinstance(raw, str):
-        try:
-            return float(raw)  # YAML reads 1e-3 (no dot) as a string
-        except ValueError:
-            pass
-        try:
-            parse(raw)
-        except CostExpressionError as exc:
-            raise KataFormatError(f"{where}: {exc}") from None
-        return raw
-    raise KataFormatError(f"{where}: must be a number or an expression, not {raw!r}")
+    try:
+        return number_or_expression(raw)
+    except CostExpressionError as exc:
+        raise KataFormatError(f"{where}: {exc}") from None
 
 
 def _parse_case(raw: dict, task_dtypes: tuple[str, ...], hidden: bool, where: str) -> Case:
@@ -386,11 +375,10 @@ def _parse_memory_budget(raw: Any, cases: tuple[Case, ...], where: str) -> Memor
     """`memory_budget: {bytes: EXPR, what, advice}`, its expression checked on every case."""
     try:
         budget = parse_memory_budget(raw)
-        if budget is not None:
-            check_cases(budget, cases, where)
     except MemoryBudgetError as exc:
-        message = str(exc)
-        raise KataFormatError(message if message.startswith(where) else f"{where}: {message}") from None
+        raise KataFormatError(f"{where}: {exc}") from None
+    if budget is not None:
+        _check_on_cases(cases, where, [("memory_budget", lambda case: (budget.limit(case.params, itemsize=4),))])
     return budget
 
 
@@ -411,16 +399,23 @@ def _check_tolerance_expressions(task: Task, where: str) -> None:
     rules += [(f"output '{o.name}', tolerance for {d}", t) for o in task.outputs for d, t in o.tolerances.items()]
     rules += [(f"output '{o.name}', compare norm", Tolerance(0.0, o.norm)) for o in task.outputs
               if o.compare == "norm"]
-    for case in task.cases:
-        for label, tol in rules:
-            if not tol.depends_on_case:
-                continue
+    _check_on_cases(task.cases, where, [
+        (label, lambda case, tol=tol: (tol.resolved(case.params).atol, tol.resolved(case.params).rtol))
+        for label, tol in rules if tol.depends_on_case])
+
+
+def _check_on_cases(cases, where: str, rules) -> None:
+    """Each (label, value_of) rule, value_of(case) -> numbers, evaluates on every case to numbers
+    >= 0: a declared expression that names a field a case lacks fails when the kata loads."""
+    for case in cases:
+        for label, value_of in rules:
             try:
-                resolved = tol.resolved(case.params)
+                values = value_of(case)
             except CostExpressionError as exc:
                 raise KataFormatError(f"{where}, case '{case.name}': {label}: {exc}") from None
-            if not (resolved.atol >= 0 and resolved.rtol >= 0):
-                raise KataFormatError(f"{where}, case '{case.name}': {label} is negative: {resolved}")
+            if not all(v >= 0 for v in values):
+                raise KataFormatError(f"{where}, case '{case.name}': {label} is negative "
+                                      f"({', '.join(f'{v:g}' for v in values)})")
 
 
 def _check_cost_expressions(task: Task, where: str) -> None:
