@@ -361,10 +361,15 @@ def _profiled(run) -> int:
     return code
 
 
-if __name__ == "__main__":
+def run_process(request_path: str) -> int:
+    """The checker process (`python -m grader.checker REQUEST`, or forked by the warm start)."""
     import os
     # Answers go to the real stdout; anything else that prints (warnings) goes to stderr.
     out = sys.stdout
     sys.stdout = sys.stderr
-    serving = lambda: serve(sys.argv[1], sys.stdin, out)  # noqa: E731
-    sys.exit(_profiled(serving) if os.environ.get("KATA_CHECKER_PROFILE") else serving())
+    serving = lambda: serve(request_path, sys.stdin, out)  # noqa: E731
+    return _profiled(serving) if os.environ.get("KATA_CHECKER_PROFILE") else serving()
+
+
+if __name__ == "__main__":
+    sys.exit(run_process(sys.argv[1]))

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from grader import __version__, ceilings as ceilings_cache, diagnose, watchdog
+from grader import __version__, ceilings as ceilings_cache, diagnose, warm_start, watchdog
 from grader.control import Referee
 from grader.kata import Kata
 from grader.plan import PlannedCase, build_plan
@@ -173,12 +173,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                           turns=options["turns"])
         try:
             with open(output_path, "wb") as output:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "grader.worker", str(request_path)],
-                    cwd=workdir, env=_worker_env(mode, tmp_path / "tmp"), stdin=subprocess.DEVNULL,
-                    stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-                    pass_fds=(theirs.fileno(),),
-                )
+                proc = _start_worker(request_path, workdir, _worker_env(mode, tmp_path / "tmp"),
+                                     output, theirs)
                 theirs.close()
                 referee.start()
                 try:
@@ -208,6 +204,20 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          _read_output(output_path), corrupt, changed, referee.verdicts,
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
                          referee.timeline, referee.given_up)
+
+
+def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
+    """The worker: forked by the warm start when it runs (grader.warm_start), else a fresh Python."""
+    with open(os.devnull, "rb") as devnull:
+        forked = warm_start.spawn("worker", request_path, cwd=workdir, env=env, new_session=True,
+                                  fds={0: devnull.fileno(), 1: output.fileno(), 2: output.fileno(),
+                                       control.fileno(): control.fileno()})
+    if forked is not None:
+        return forked
+    return subprocess.Popen(
+        [sys.executable, "-m", "grader.worker", str(request_path)],
+        cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+        start_new_session=True, pass_fds=(control.fileno(),))
 
 
 def _overdue(referee: Referee, plan: list[dict], kata: Kata) -> watchdog.Breach | None:
@@ -272,8 +282,22 @@ class _ServiceJudge:
         request_path = tmp_path / "check-request.json"
         request_path.write_text(json.dumps(request))
         self.stderr = open(tmp_path / "checker-stderr.txt", "w+")
+        env = _worker_env(mode, tmp_path / "tmp")
+        asks_r, asks_w = os.pipe()
+        answers_r, answers_w = os.pipe()
+        forked = warm_start.spawn("checker", request_path, cwd=tmp_path, env=env, new_session=False,
+                                  fds={0: asks_r, 1: answers_w, 2: self.stderr.fileno()})
+        if forked is not None:
+            os.close(asks_r)
+            os.close(answers_w)
+            forked.stdin = open(asks_w, "w")
+            forked.stdout = open(answers_r, "r")
+            self.proc = forked
+            return
+        for fd in (asks_r, asks_w, answers_r, answers_w):
+            os.close(fd)
         self.proc = subprocess.Popen([sys.executable, "-m", "grader.checker", str(request_path)],
-                                     env=_worker_env(mode, tmp_path / "tmp"), cwd=tmp_path,
+                                     env=env, cwd=tmp_path,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True)
 

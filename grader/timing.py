@@ -40,11 +40,13 @@ _record = torch.cuda.Event.record
 _synchronize = torch.cuda.synchronize
 _CUDAGraph = torch.cuda.CUDAGraph
 _do_bench = triton.testing.do_bench
+_sleep = torch.cuda._sleep
 
 ROUNDS = 5
 WARMUP = 3  # untimed calls per round (timed separately in the first round, for the report)
-ROUND_MS = 20.0  # kernel time per round and side, from the baseline's estimate
-MIN_SAMPLES, MAX_SAMPLES = 10, 200
+ROUND_MS = 10.0  # kernel time per round and side, from the baseline's estimate
+MIN_SAMPLES, MAX_SAMPLES = 10, 100
+LEAD_CYCLES = 200_000  # ~0.1 ms of GPU clock: the host's lead over the GPU before each timed call
 SHORT_MS = 0.02  # shorter kernels are timed through CUDA-graph replay
 GRAPH_TARGET_MS = 0.25  # one replay runs at least this long
 MAX_GRAPH_CALLS = 64
@@ -82,6 +84,11 @@ def _event_times(run_call, n: int, before, flush: torch.Tensor, after=None) -> l
     starts = [_Event(enable_timing=True) for _ in range(n)]
     ends = [_Event(enable_timing=True) for _ in range(n)]
     for i in range(n):
+        # The GPU waits a little before each call, so that the host has queued the call before
+        # the start event fires: the time is then the kernels', not the host's launch overhead
+        # (Python launches, the op recorder, the parent's answer to the last call).
+        if flush.is_cuda:
+            _sleep(LEAD_CYCLES)
         before(i)
         flush.zero_()
         _record(starts[i])

@@ -629,14 +629,20 @@ def _import_path(name: str, path: Path):
     return module
 
 
-if __name__ == "__main__":
+def run_process(request_path: str) -> int:
+    """The worker process's whole life (`python -m grader.worker REQUEST`, or forked by the warm
+    start): the exit code is 0 unless the process died first; what happened is in the events."""
     try:
-        code = main(sys.argv[1])
+        code = main(request_path)
     except Exception:  # noqa: BLE001 - a fault of the grader or the kata, not of the submission
-        Reporter(json.loads(Path(sys.argv[1]).read_text())["results"]).emit(
+        Reporter(json.loads(Path(request_path).read_text())["results"]).emit(
             {"type": "internal_error", "message": traceback.format_exc()})
         code = 0
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter teardown: a submission's atexit hooks or threads must not change the verdict.
     os._exit(code)
+
+
+if __name__ == "__main__":
+    run_process(sys.argv[1])

@@ -41,6 +41,19 @@ def private_results_store(tmp_path_factory):
         yield home
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_warm_start(tmp_path_factory):
+    """Grades fork from warm-start servers of the test session's own (grader.warm_start), which
+    leave when the session ends: each sees its socket removed and exits within a second."""
+    folder = tmp_path_factory.mktemp("run")
+    folder.chmod(0o700)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_RUNTIME_DIR", str(folder))
+        yield folder
+    for sock in folder.glob("*/*.sock"):
+        sock.unlink(missing_ok=True)
+
+
 @pytest.fixture(scope="session")
 def grade_interpret():
     """grade(kata_name, path, **kw) in interpreter mode, memoised per (kata, path) without kw."""

@@ -1,0 +1,149 @@
+"""The warm start: grades forked from a server that has imported torch, graded exactly as a fresh
+worker grades them, and a server no submission can use to escape its sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import runner, sandbox, warm_start
+from grader.catalog import get_kata
+from grader.runner import grade
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "reference" / "vector_add.py"
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self").is_dir() or not hasattr(socket, "send_fds"),
+                                reason="the warm start forks on Linux only")
+
+
+@pytest.fixture
+def private_server(tmp_path, monkeypatch):
+    """A server of our own (its own folder), started and up before the test grades."""
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    monkeypatch.setenv("KATA_WARM_START", "1")
+    env = runner._worker_env("interpret", tmp_path)
+    path = warm_start.private_dir() / f"{warm_start.server_key(env)}.sock"
+    warm_start._start_server(path, env)
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert path.exists(), "the warm-start server did not come up"
+    yield path
+    path.unlink(missing_ok=True)  # the server sees its socket gone and exits
+
+
+def _spawned(monkeypatch) -> list:
+    forked = []
+    real = warm_start.spawn
+
+    def spy(*args, **kwargs):
+        process = real(*args, **kwargs)
+        forked.append(process)
+        return process
+    monkeypatch.setattr(warm_start, "spawn", spy)
+    return forked
+
+
+def _verdict(result) -> list:
+    return [(c.task, c.name, c.dtype, c.status) for c in result.cases]
+
+
+def test_a_forked_worker_grades_as_a_fresh_one(private_server, monkeypatch, tmp_path):
+    kata = get_kata("vector_add")
+    forked = _spawned(monkeypatch)
+    warm = grade(kata, REFERENCE, "interpret", seed=7)
+    assert forked and all(p is not None for p in forked), "the grade did not use the warm server"
+    assert isinstance(forked[0], warm_start.ForkedProcess)
+    monkeypatch.setenv("KATA_WARM_START", "0")
+    cold = grade(kata, REFERENCE, "interpret", seed=7)
+    assert forked[-1] is None
+    assert warm.status == cold.status == "pass"
+    assert _verdict(warm) == _verdict(cold)
+    assert [c.max_abs_err for c in warm.cases] == [c.max_abs_err for c in cold.cases]
+
+
+def test_a_forked_checker_answers(private_server, monkeypatch):
+    # GPU grades check in a process of their own; the test hook puts the CPU checker there too.
+    monkeypatch.setenv("KATA_CHECKER_PROCESS", "1")
+    forked = _spawned(monkeypatch)
+    result = grade(get_kata("vector_add"), REFERENCE, "interpret")
+    assert result.status == "pass"
+    assert len(forked) == 2 and all(isinstance(p, warm_start.ForkedProcess) for p in forked)
+
+
+def test_a_crash_in_a_forked_worker_is_reported(private_server, tmp_path):
+    source = REFERENCE.read_text() + "\nimport os\nos.abort()\n"
+    path = tmp_path / "solution.py"
+    path.write_text(source)
+    result = grade(get_kata("vector_add"), path, "interpret")
+    assert result.status == "error" and result.cheat is None
+    assert "SIGABRT" in result.message
+
+
+def test_a_request_without_proof_is_refused(private_server):
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    conn.settimeout(10)
+    conn.connect(str(private_server))
+    json.loads(conn.recv(4096))["nonce"]  # and no proof file made for it
+    request = {"role": "worker", "request": "/nonexistent", "cwd": "/", "env": {}, "fds": [],
+               "new_session": True}
+    socket.send_fds(conn, [json.dumps(request).encode()], [])
+    assert conn.recv(4096) == b""  # closed without forking anything
+    conn.close()
+
+
+@pytest.mark.skipif(sandbox.landlock_abi() < 1, reason="without Landlock the sandbox cannot keep "
+                    "a submission from writing the proof (nor from much else)")
+def test_a_submission_cannot_use_the_server(private_server, tmp_path):
+    # The attack: from inside the sandbox, ask the server to start a process outside it.
+    escape = tmp_path / "escaped"
+    source = REFERENCE.read_text() + f'''
+from pathlib import Path
+from grader import warm_start
+import socket, json
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+conn.connect({str(private_server)!r})
+nonce = json.loads(conn.recv(4096))["nonce"]
+try:
+    (warm_start.private_dir() / f"proof-{{nonce}}").touch()
+    print("PROOF MADE")
+except OSError as exc:
+    print("PROOF REFUSED:", type(exc).__name__)
+request = {{"role": "checker", "request": {str(escape)!r}, "cwd": "/", "env": {{}}, "fds": [],
+           "new_session": True}}
+socket.send_fds(conn, [json.dumps(request).encode()], [])
+print("ANSWER", conn.recv(4096))
+'''
+    path = tmp_path / "solution.py"
+    path.write_text(source)
+    result = grade(get_kata("vector_add"), path, "interpret")
+    assert "PROOF REFUSED" in result.output and "PROOF MADE" not in result.output
+    assert "ANSWER b''" in result.output
+
+
+def test_the_server_leaves_when_idle(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    path = folder / "idle.sock"
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+            f"from grader.warm_start import serve; sys.exit(serve(Path({str(path)!r}), idle_s=1))")
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", code], timeout=120, check=True)
+    assert time.monotonic() - started < 60
+    assert not path.exists()
+
+
+def test_off_switch(monkeypatch, tmp_path):
+    monkeypatch.setenv("KATA_WARM_START", "0")
+    assert warm_start.spawn("worker", tmp_path / "r.json", cwd=tmp_path, env=dict(os.environ),
+                            fds={}, new_session=True) is None
