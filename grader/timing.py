@@ -16,7 +16,10 @@ each, warm-up excluded, the median kept), with four changes:
 - rounds alternate submission and baseline, and the speedup is the median of the per-round
   ratios, which cancels clock drift between rounds;
 - kernels shorter than SHORT_MS are timed by replaying a CUDA graph of many calls, each on its
-  own input set, so launch overhead does not dominate.
+  own input set, so launch overhead does not dominate;
+- the GPU is held back (a spin-sleep) before each call for longer than the host took to queue
+  the last ones, so the start event never fires while the call is still being launched: the
+  time is the kernels' even where the submission's Python is slow (`_Lead`).
 
 The ceilings (copy bandwidth, matmul rate) use do_bench itself: they run before the submission
 is imported.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -41,12 +45,12 @@ _synchronize = torch.cuda.synchronize
 _CUDAGraph = torch.cuda.CUDAGraph
 _do_bench = triton.testing.do_bench
 _sleep = torch.cuda._sleep
+_perf_counter = time.perf_counter
 
 ROUNDS = 5
 WARMUP = 3  # untimed calls per round (timed separately in the first round, for the report)
 ROUND_MS = 10.0  # kernel time per round and side, from the baseline's estimate
 MIN_SAMPLES, MAX_SAMPLES = 10, 100
-LEAD_CYCLES = 200_000  # ~0.1 ms of GPU clock: the host's lead over the GPU before each timed call
 SHORT_MS = 0.02  # shorter kernels are timed through CUDA-graph replay
 GRAPH_TARGET_MS = 0.25  # one replay runs at least this long
 MAX_GRAPH_CALLS = 64
@@ -80,20 +84,57 @@ def _flush_buffer() -> torch.Tensor:
     return torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
 
 
-def _event_times(run_call, n: int, before, flush: torch.Tensor, after=None) -> list[float]:
+class _Lead:
+    """How far the GPU is held back before each timed call, so that the host has queued the whole
+    call (perturbation, L2 flush, the call's own Python: launches, the op recorder) before the
+    start event fires; otherwise the time is partly the host's launch overhead, not the kernels'.
+    The lead follows the host's own recent time per call, with a margin; it costs GPU time only
+    where the host is slower than the GPU anyway."""
+
+    MARGIN, START_MS, MAX_MS, WINDOW = 1.5, 0.2, 5.0, 8
+
+    def __init__(self):
+        self.host_ms: list[float] = []
+
+    def cycles(self) -> int:
+        lead_ms = self.MARGIN * max(self.host_ms[-self.WINDOW:], default=self.START_MS)
+        return int(min(self.MAX_MS, lead_ms) * _cycles_per_ms())
+
+    def took(self, seconds: float) -> None:
+        self.host_ms.append(seconds * 1e3)
+
+
+_CYCLES_PER_MS: list[float] = []
+
+
+def _cycles_per_ms() -> float:
+    """The GPU's spin-sleep rate (clock cycles per ms), measured once per process."""
+    if not _CYCLES_PER_MS:
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        _sleep(1_000_000)  # clocks up first
+        _record(start)
+        _sleep(1_000_000)
+        _record(end)
+        _synchronize()
+        _CYCLES_PER_MS.append(1_000_000 / max(_elapsed(start, end), 1e-3))
+    return _CYCLES_PER_MS[0]
+
+
+def _event_times(run_call, n: int, before, flush: torch.Tensor, after=None,
+                 lead: _Lead | None = None) -> list[float]:
     starts = [_Event(enable_timing=True) for _ in range(n)]
     ends = [_Event(enable_timing=True) for _ in range(n)]
+    lead = lead if lead is not None else _Lead()
     for i in range(n):
-        # The GPU waits a little before each call, so that the host has queued the call before
-        # the start event fires: the time is then the kernels', not the host's launch overhead
-        # (Python launches, the op recorder, the parent's answer to the last call).
         if flush.is_cuda:
-            _sleep(LEAD_CYCLES)
+            _sleep(lead.cycles())
+        queued = _perf_counter()
         before(i)
         flush.zero_()
         _record(starts[i])
         run_call(i)
         _record(ends[i])
+        lead.took(_perf_counter() - queued)
         if after:
             after(i)
     _synchronize()
@@ -118,6 +159,7 @@ class _EagerSide:
         self.checked: list[Sample] = []
         self.calls = 0
         self._last = None
+        self.lead = _Lead()
 
     def run(self, n: int, flush) -> list[float]:
         def before(i):
@@ -133,7 +175,7 @@ class _EagerSide:
             self._last = None
             self.calls += 1
 
-        return _event_times(call, n, before, flush, after)
+        return _event_times(call, n, before, flush, after, self.lead)
 
 
 class _GraphSide:
@@ -145,6 +187,7 @@ class _GraphSide:
         self.sets, self.perturb, self.sampler, self.launch_log = sets, perturb, sampler, launch_log
         self.calls_per_sample = len(sets)
         self.checked: list[Sample] = []
+        self.lead = _Lead()
         self.replays = 0
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -177,7 +220,7 @@ class _GraphSide:
                 self.checked.append(Sample(self.replays, index, _clone_all(self.outputs[index])))
             self.replays += 1
 
-        times = _event_times(call, n, before, flush, after)
+        times = _event_times(call, n, before, flush, after, self.lead)
         return [t / self.calls_per_sample for t in times]
 
 
