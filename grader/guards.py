@@ -487,7 +487,24 @@ def watch_torch_compute(allowed: frozenset):
         record.escapes.extend(e for e in dict.fromkeys(_audit[audited:]) if e not in record.escapes)
         for name in _still_installed():
             record.escape(f"{name} was restored or replaced")
+        compiled = compile_evidence()
+        if compiled:
+            record.escape(compiled)
         record.threads = [t["what"] for t in live_threads + _threads[threads_before:]]
+
+
+def compile_evidence() -> str | None:
+    """torch.compile writes kernels for the submission, which the op recorder does not see (they
+    are Triton kernels of TorchInductor's, launched past the JIT). The worker starts with it off
+    (TORCH_COMPILE_DISABLE: a compiled function then runs eagerly and its ops are recorded), so
+    it is on only if the submission switched it back on; or TorchInductor loaded generated code."""
+    config = sys.modules.get("torch._dynamo.config")
+    if config is not None and getattr(config, "disable", True) is False:
+        return "torch.compile was switched back on (torch._dynamo.config.disable), so TorchInductor could write the kernels"
+    codecache = sys.modules.get("torch._inductor.codecache")
+    if codecache is not None and getattr(getattr(codecache, "PyCodeCache", None), "modules", None):
+        return "TorchInductor generated and loaded kernels (torch.compile) during the grade"
+    return None
 
 
 def _restore_modes(now: list, below: list, dispatch: bool) -> None:

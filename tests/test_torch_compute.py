@@ -183,3 +183,22 @@ def test_the_guards_do_not_import_dynamo():
         "print('torch._dynamo' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+REENABLED_COMPILE = '''
+import torch
+import torch._dynamo
+torch._dynamo.config.disable = False  # switch torch.compile back on
+exec(open({cheat!r}).read().replace("@torch.compile", "@torch.compile(backend={backend!r})"))
+'''
+
+
+def test_torch_compile_switched_back_on_is_named(tmp_path):
+    # backend "eager" keeps the test fast on the CPU; on a GPU inductor writes Triton kernels the
+    # op recorder cannot see (tests/gpu/test_gpu_torch_compute.py): the switch is the evidence.
+    path = tmp_path / "solution.py"
+    path.write_text(REENABLED_COMPILE.format(
+        cheat=str(TESTS / "cheats" / "vector_add_torch_compile.py"), backend="eager"))
+    result = grade(catalog.get_kata("vector_add"), path, "interpret")
+    assert result.cheat == "torch_compute", result.cheats
+    assert "torch.compile was switched back on" in result.cheats[0]["message"], result.cheats[0]

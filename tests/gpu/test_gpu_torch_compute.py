@@ -65,3 +65,16 @@ def vector_add(x, y):
 def test_honest_gemm_stays_clean_on_the_gpu(fixture_katas):
     result = grade(catalog.get_kata("toy_gemm"), FIXTURES / "reference" / "toy_gemm.py", "gpu")
     assert result.correct and result.cheats == [], (result.message, result.cheats)
+
+
+def test_torch_compile_switched_back_on_is_caught(tmp_path):
+    # TorchInductor writes Triton kernels and launches them past the JIT, so the op recorder sees
+    # none of its work: switching torch.compile back on is the evidence.
+    cheat = TESTS / "cheats" / "vector_add_torch_compile.py"
+    path = tmp_path / "solution.py"
+    path.write_text(
+        "import torch\nimport torch._dynamo\nimport torch._inductor.config\n"
+        "torch._dynamo.config.disable = False\n"
+        "torch._inductor.config.compile_threads = 1  # no compile workers (the sandbox refuses them)\n"
+        f"exec(open({str(cheat)!r}).read())\n")
+    _torch_compute(grade(catalog.get_kata("vector_add"), path, "gpu"), "torch.compile was switched back on")
