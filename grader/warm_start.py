@@ -66,6 +66,25 @@ def private_dir() -> Path | None:
     return root
 
 
+class _SocketAddress:
+    """A socket's path short enough for AF_UNIX (108 bytes): a long one is reached through
+    /proc/self/fd and a descriptor of its folder, held while in use."""
+
+    def __init__(self, path: Path):
+        self.fd = None
+        self.address = str(path)
+        if len(os.fsencode(self.address)) > 100:
+            self.fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            self.address = f"/proc/self/fd/{self.fd}/{path.name}"
+
+    def __enter__(self) -> str:
+        return self.address
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
 def server_key(env: dict[str, str]) -> str:
     """A digest of what the server's imported state depends on."""
     package = Path(__file__).resolve().parent
@@ -158,7 +177,8 @@ def spawn(role: str, request_path: Path, *, cwd: Path, env: dict[str, str], fds:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     conn.settimeout(CONNECT_TIMEOUT_S)
     try:
-        conn.connect(str(path))
+        with _SocketAddress(path) as address:
+            conn.connect(address)
         nonce = json.loads(conn.recv(MAX_MESSAGE))["nonce"]
         if not (isinstance(nonce, str) and len(nonce) == 32 and all(c in "0123456789abcdef" for c in nonce)):
             raise ValueError("bad nonce")
@@ -219,7 +239,8 @@ def serve(path: Path, idle_s: float = IDLE_S) -> int:
     except FileNotFoundError:
         pass
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    listener.bind(str(path))
+    with _SocketAddress(path) as address:
+        listener.bind(address)
     os.chmod(path, 0o600)
     inode = os.stat(path).st_ino
     listener.listen(16)
