@@ -44,7 +44,9 @@ KEY_IGNORED = ("TRITON_KATA_PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+    """On unless KATA_WARM_START says no; Linux only (sequenced-packet Unix sockets, /proc)."""
+    return (sys.platform.startswith("linux") and hasattr(socket, "send_fds")
+            and os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off"))
 
 
 # ---------------------------------------------------------------------------------------------
