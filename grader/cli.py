@@ -354,3 +354,12 @@ def _register_learner_commands() -> None:
 
 
 _register_learner_commands()
+
+
+def _register_batch_commands() -> None:
+    from grader.cli_batch import COMMANDS  # batch grade: a group's submissions (grader/batch/)
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_register_batch_commands()

@@ -13,15 +13,23 @@ from importlib import metadata
 
 @functools.lru_cache(maxsize=1)
 def cuda_available() -> bool:
+    return device_count() > 0
+
+
+@functools.lru_cache(maxsize=1)
+def device_count() -> int:
+    """How many CUDA GPUs torch would see (0 with a CPU-only torch or no driver)."""
     try:
         if "+cpu" in metadata.version("torch"):  # a CPU-only torch cannot use the GPU
-            return False
+            return 0
     except metadata.PackageNotFoundError:
-        return False
+        return 0
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
     except OSError:
-        return False
+        return 0
     count = ctypes.c_int(0)
     # cuInit honours CUDA_VISIBLE_DEVICES, as torch does.
-    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value

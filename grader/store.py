@@ -290,16 +290,25 @@ def _insert(conn: sqlite3.Connection, stored: StoredGrade, origin: str) -> int:
 
 
 def record_grade(result: GradeResult, db_path: Path, handle: str | None = None,
-                 mode_label: str | None = None) -> int:
+                 mode_label: str | None = None, attempt_id: str | None = None) -> int:
     """Append one grade; returns its row id. handle: --handle (else KATA_HANDLE, the config
-    file, the OS user); mode_label: what the grade was part of ('practice' unless given)."""
+    file, the OS user); mode_label: what the grade was part of ('practice' unless given).
+    attempt_id: the caller's own id for the grade (32 hex digits; `kata batch` derives it from
+    the batch and the submission), which makes the call idempotent: a grade already stored under
+    that id is not stored again, and its row id is returned."""
     label = mode_label or PRACTICE
     if not LABEL_PATTERN.fullmatch(label):
         raise ValueError(f"Invalid mode label {label!r}: use a short lower-case word such as 'interview'.")
+    if attempt_id is not None and not re.fullmatch(r"[0-9a-f]{32}", attempt_id):
+        raise ValueError(f"Invalid attempt id {attempt_id!r}: use 32 lower-case hex digits.")
     grade = json.loads(json.dumps(result.to_dict(), default=str))  # exactly what --json prints
     grade.setdefault("environment", {}).setdefault("grader", __version__)
-    stored = StoredGrade(uuid.uuid4().hex, resolve_handle(handle), utc_now(), label, grade)
+    stored = StoredGrade(attempt_id or uuid.uuid4().hex, resolve_handle(handle), utc_now(), label, grade)
     with _open(db_path) as conn, _transaction(conn):
+        if attempt_id is not None:
+            held = conn.execute("SELECT id FROM grades WHERE attempt_id = ?", (attempt_id,)).fetchone()
+            if held:
+                return held[0]
         return _insert(conn, stored, LOCAL)
 
 
