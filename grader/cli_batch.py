@@ -128,7 +128,7 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
     say(f"Batch {run.label} of {source}: {what}, {mode} mode; results into {db}")
 
     started = time.monotonic()
-    finished = []
+    finished, engine_s = [], None
     if jobs:
         if engine == "auto" and not ray_address and not ray_installed():
             say('Ray is not installed (pip install ".[cluster]" adds it): grading on a local process pool.')
@@ -136,6 +136,8 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
             grader_engine = open_engine(engine, mode, gpus if mode == "gpu" else cpus, ray_address, cpus)
         except EngineError as exc:
             _usage_error(str(exc))
+        engine_s = time.monotonic() - started
+        started = time.monotonic()  # throughput counts the grading, not the engine's start
         say(f"Grading {len(jobs)} on {grader_engine.description}.")
         progress = Progress(len(jobs))
 
@@ -172,6 +174,7 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
             "slots": grader_engine.slots if jobs else None,
             "submissions": len(submissions), "skipped": skipped, "graded": len(finished),
             "not_graded": len(lost_items), "wall_s": round(wall, 2),
+            "engine_start_s": None if engine_s is None else round(engine_s, 2),
             "grades_per_minute": round(rate, 3) if rate else None,
             "results": [{"handle": f.job.handle, "kata": f.job.kata, "path": f.job.path,
                          "attempt_id": f.job.key, "tries": f.tries, "not_graded": f.lost,

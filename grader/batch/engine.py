@@ -303,7 +303,7 @@ class LocalEngine:
         self.slots = len(self.slot_list)
         self.description = (f"a local process pool on this machine ({self.slots} grading process(es), "
                             + ("one per GPU: " + ", ".join(s.label for s in self.slot_list) + ")"
-                               if mode == "gpu" else "one grade per CPU core)"))
+                               if mode == "gpu" else "one interpreter grade each)"))
         self._tokens = 0
 
     def _start(self, slot: _Slot) -> None:
