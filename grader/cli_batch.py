@@ -7,6 +7,7 @@ on the `kata` group in cli.py. It never imports torch (the grading processes do)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -133,7 +134,8 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
         if engine == "auto" and not ray_address and not ray_installed():
             say('Ray is not installed (pip install ".[cluster]" adds it): grading on a local process pool.')
         try:
-            grader_engine = open_engine(engine, mode, gpus if mode == "gpu" else cpus, ray_address, cpus)
+            with contextlib.redirect_stdout(sys.stderr):
+                grader_engine = open_engine(engine, mode, gpus if mode == "gpu" else cpus, ray_address, cpus)
         except EngineError as exc:
             _usage_error(str(exc))
         engine_s = time.monotonic() - started
@@ -148,7 +150,10 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
             return ledger.lost_result(katas[job.kata], job.path, job.sha256, mode, reason, tries)
 
         try:
-            finished = run_batch(jobs, grader_engine, record, lost, progress)
+            # Standard output carries the results alone: what Ray prints there (a dead worker's
+            # "(raylet)" notice, from a thread of its own) goes to standard error instead.
+            with contextlib.redirect_stdout(sys.stderr):
+                finished = run_batch(jobs, grader_engine, record, lost, progress)
         except KeyboardInterrupt:
             progress.close()
             say(f"\nInterrupted: {progress.done} result(s) of this run recorded in {db}. "

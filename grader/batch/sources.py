@@ -4,7 +4,8 @@ before anything runs.
 A folder: SOURCE/HANDLE/KATA/solution.py, one folder per person (the folder's name is the
 handle) holding one workspace per kata (the workspace's name is the kata), as `kata new` makes
 them. A CSV manifest: a header naming the columns handle, kata and path (others are ignored),
-then one row per submission; a relative path is relative to the manifest's folder.
+then one row per submission, graded in that order (put the slowest first: the batch ends sooner);
+a relative path is relative to the manifest's folder (a folder path means its solution.py).
 
 Every problem is reported at once (SourceError.problems), with the row or folder it is in, and
 nothing is graded while there is one: a missing file, an unknown kata, a duplicate row (the same
@@ -53,7 +54,8 @@ class Submission:
 
 def read_source(source: Path, kata: str | None = None) -> list[Submission]:
     """The submissions in SOURCE (a folder or a .csv manifest), only kata `kata`'s if given, in
-    a stable order (handle, kata). Raises SourceError listing every problem."""
+    the order they are graded: a manifest's own, a folder's by handle and kata. Raises
+    SourceError listing every problem."""
     source = Path(source)
     if source.is_dir():
         found, problems = _read_folder(source)
@@ -72,7 +74,7 @@ def read_source(source: Path, kata: str | None = None) -> list[Submission]:
         layout = ("a manifest row (handle,kata,path)" if source.is_file() else
                   f"HANDLE/KATA/{SOLUTION} under it")
         raise SourceError(source, [f"no submissions{what}: expected {layout}"])
-    return sorted(found, key=lambda s: (s.handle, s.kata))
+    return found if source.is_file() else sorted(found, key=lambda s: (s.handle, s.kata))
 
 
 def _read_folder(root: Path) -> tuple[list[Submission], list[str]]:
