@@ -428,3 +428,11 @@ def test_a_new_batch_of_the_same_source_is_a_new_run(tmp_path):
     fresh = ledger.open_batch(db, source, "interpret", None, resume=False)
     assert fresh.label.endswith("-2") and fresh.earlier == 1
     assert ledger.open_batch(db, source, "gpu", None, resume=True).label != first.label
+
+
+def test_gpu_grades_need_a_gpu(tmp_path, monkeypatch):
+    from grader import cuda_probe
+    monkeypatch.setattr(cuda_probe, "device_count", lambda: 0)
+    source = people(tmp_path / "subs", {"alice": REFERENCE})
+    result = invoke("batch", "grade", source, "--gpu", "--engine", "local", "--db", tmp_path / "r.sqlite")
+    assert result.exit_code == 2 and "no CUDA GPU is visible" in result.stderr

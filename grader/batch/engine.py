@@ -155,11 +155,20 @@ class RayEngine:
                 if address:
                     ray.init(address=address, **quiet)
                 else:
-                    gpus = (slots or _visible_gpu_count()) if mode == "gpu" else 0
+                    gpus = 0
+                    if mode == "gpu":  # Ray is told of the GPUs there are, never more
+                        gpus = _visible_gpu_count()
+                        if not gpus:
+                            raise EngineError("no CUDA GPU is visible: grade with --interpret")
+                        if slots and slots > gpus:
+                            raise EngineError(f"--gpus {slots}: only {gpus} GPU(s) visible here")
+                        gpus = slots or gpus
                     cores = cpus or ((os.cpu_count() or 1) if mode == "gpu" else default_cpu_slots())
                     ray.init(address="local", num_cpus=max(cores, slots or 1),
                              num_gpus=gpus, include_dashboard=False,
                              runtime_env=local_runtime_env(), **quiet)
+            except EngineError:
+                raise
             except Exception as exc:  # ConnectionError, RuntimeError, ...: say which and why
                 raise EngineError(f"Ray could not {'connect to ' + address if address else 'start'}: "
                                   f"{_error_text(exc)}") from exc
