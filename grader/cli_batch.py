@@ -84,7 +84,7 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
     graded (recorded as errors with the reason), 2 usage error, 130 interrupted."""
     from grader.batch import ledger
     from grader.batch.driver import run_batch
-    from grader.batch.engine import EngineError, Job, kata_digest, open_engine, ray_installed, submission_files
+    from grader.batch.engine import EngineError, Job, kata_digest, open_engine, ray_installed
     from grader.batch.progress import Progress, duration, summary_table
     from grader.batch.sources import SourceError, read_source
     from grader.catalog import UnknownKataError, get_kata
@@ -116,7 +116,7 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
         if key in run.recorded:
             skipped += 1
             continue
-        jobs.append(Job(key, s.handle, s.kata, str(s.path), s.sha256, submission_files(s.path),
+        jobs.append(Job(key, s.handle, s.kata, str(s.path), s.sha256, {s.path.name: s.data},
                         digests[s.kata], mode, seed, timeout, memory_gib))
 
     say = lambda text: click.echo(text, err=True)  # noqa: E731

@@ -8,6 +8,7 @@ quick under the interpreter. Ray's tests are skipped where Ray is not installed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -436,3 +437,22 @@ def test_gpu_grades_need_a_gpu(tmp_path, monkeypatch):
     source = people(tmp_path / "subs", {"alice": REFERENCE})
     result = invoke("batch", "grade", source, "--gpu", "--engine", "local", "--db", tmp_path / "r.sqlite")
     assert result.exit_code == 2 and "no CUDA GPU is visible" in result.stderr
+
+
+def test_a_node_that_cannot_see_the_file_grades_the_shipped_copy_with_its_helpers(tmp_path):
+    from grader.batch.engine import EngineError, kata_digest, run_job, shipped
+    workspace = tmp_path / "alice" / "vector_add"
+    workspace.mkdir(parents=True)
+    (workspace / "solution.py").write_text("from kata_helper import *  # noqa\n")
+    shutil.copyfile(REFERENCE, workspace / "kata_helper.py")
+    data = (workspace / "solution.py").read_bytes()
+    job = shipped(Job("0" * 32, "alice", "vector_add", str(workspace / "solution.py"),
+                      hashlib.sha256(data).hexdigest(), {"solution.py": data},
+                      kata_digest(get_kata("vector_add").directory), "interpret", seed=SEED))
+    assert set(job.files) == {"solution.py", "kata_helper.py"}
+    shutil.rmtree(tmp_path / "alice")  # the node does not see the driver's files
+    result = run_job(job)
+    assert result.status == "pass", result.message
+    assert result.submission == job.path and result.submission_sha256 == job.sha256
+    with pytest.raises(EngineError, match="differs from the driver's"):
+        run_job(Job(**{**job.__dict__, "kata_digest": "f" * 64}))

@@ -22,7 +22,7 @@ import signal
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import wait as wait_for
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ class Job:
     kata: str
     path: str  # the submission on the driver's machine (absolute)
     sha256: str
-    files: dict[str, bytes]  # the submission's file and the .py files beside it, by name
+    files: dict[str, bytes]  # the submission's file by name (shipped() adds the .py files beside it)
     kata_digest: str  # of the kata's folder on the driver: a node with other katas refuses
     mode: str  # gpu | interpret
     seed: int | None = None
@@ -75,19 +75,25 @@ def kata_digest(directory: Path) -> str:
     return digest.hexdigest()
 
 
-def submission_files(path: Path) -> dict[str, bytes]:
-    """The submission's own file, and the .py files beside it (a few, small), which it may import."""
-    files = {path.name: path.read_bytes()}
-    total = 0
-    for sibling in sorted(path.parent.glob("*.py")):
-        if sibling == path or len(files) > SIBLINGS_MAX_FILES or not sibling.is_file():
+def shipped(job: Job) -> Job:
+    """The job as it is sent: its file as read when the batch started, and the .py files beside
+    it now (a few, small: helpers it may import), read only when it is submitted."""
+    path = Path(job.path)
+    files, total = {}, 0
+    try:
+        siblings = sorted(p for p in path.parent.glob("*.py") if p.name not in job.files)
+    except OSError:
+        siblings = []
+    for sibling in siblings[:SIBLINGS_MAX_FILES]:
+        try:
+            data = sibling.read_bytes()
+        except OSError:
             continue
-        size = sibling.stat().st_size
-        if total + size > SIBLINGS_MAX_BYTES:
+        if total + len(data) > SIBLINGS_MAX_BYTES:
             break
-        files[sibling.name] = sibling.read_bytes()
-        total += size
-    return files
+        files[sibling.name] = data
+        total += len(data)
+    return replace(job, files={**files, **job.files})
 
 
 def run_job(job: Job):
@@ -190,7 +196,7 @@ class RayEngine:
 
     def submit(self, job: Job) -> Any:
         resources = dict(num_gpus=1, num_cpus=1) if job.mode == "gpu" else dict(num_gpus=0, num_cpus=1)
-        ref = self.remote.options(name=f"grade {job.name}", max_retries=0, **resources).remote(job)
+        ref = self.remote.options(name=f"grade {job.name}", max_retries=0, **resources).remote(shipped(job))
         self.in_flight[ref] = job
         return ref
 
@@ -330,7 +336,7 @@ class LocalEngine:
         self._tokens += 1
         slot.job, slot.token = job, self._tokens
         try:
-            slot.conn.send(job)
+            slot.conn.send(shipped(job))
         except (OSError, ValueError):
             pass  # the process died already: wait() reports it
         return slot.token

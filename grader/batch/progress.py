@@ -91,7 +91,7 @@ class Progress(Events):
             left = f"~{duration((self.total - self.done) * elapsed / self.done)} left"
         retried = f", {self.retried} retried" if self.retried else ""
         return (f"  {self.done}/{self.total} done, {self.running} running, {self.failed} failed"
-                f"{retried} · {duration(elapsed)} elapsed, {left}")
+                f"{retried}; {duration(elapsed)} elapsed, {left}")
 
     def _draw(self, force: bool = False) -> None:
         if not self.live or (not force and time.monotonic() - self._drawn < REDRAW_S):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.catalog import UnknownKataError, get_kata
@@ -46,6 +46,7 @@ class Submission:
     path: Path  # absolute
     where: str  # "line 7" of a manifest, or the workspace folder: for messages
     sha256: str
+    data: bytes = field(repr=False, default=b"")  # the file as read: what is graded
 
     @property
     def name(self) -> str:
@@ -147,11 +148,11 @@ def _read_manifest(manifest: Path) -> tuple[list[Submission], list[str]]:
 
 def _submission(handle: str, kata: str, path: Path, where: str, problems: list[str]) -> Submission | None:
     try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        data = path.read_bytes()
     except OSError as exc:
         problems.append(f"{where}: cannot read {path}: {exc.strerror or exc}")
         return None
-    return Submission(handle, kata, path.resolve(), where, digest)
+    return Submission(handle, kata, path.resolve(), where, hashlib.sha256(data).hexdigest(), data)
 
 
 def _duplicates(found: list[Submission | None], problems: list[str]) -> list[str]:
