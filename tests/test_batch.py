@@ -9,6 +9,7 @@ quick under the interpreter. Ray's tests are skipped where Ray is not installed.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -38,11 +39,7 @@ REFERENCE = REPO / "reference" / "vector_add.py"
 WRONG = sorted((TESTS / "wrong").glob("vector_add_*.py"))
 SEED = 20260611
 
-try:
-    import ray as _ray  # noqa: F401
-    HAVE_RAY = True
-except ImportError:
-    HAVE_RAY = False
+HAVE_RAY = importlib.util.find_spec("ray") is not None
 needs_ray = pytest.mark.skipif(not HAVE_RAY, reason='Ray is not installed (pip install ".[cluster]")')
 
 

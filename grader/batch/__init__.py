@@ -1,2 +1,2 @@
-"""Grading a group: submissions from a folder or a CSV manifest, graded across every GPU (Ray, or a local process pool), recorded by the driver as they arrive.
-May import: grader.kata, grader.results, grader.grading, grader.judge, grader.store; ray only lazily (the optional `cluster` extra), torch only in the grading processes."""
+"""Grading a group: submissions from a folder or a manifest, graded on every GPU (Ray or a local pool).
+May import: grader.kata, grader.results, grader.grading, grader.judge, grader.store; ray only lazily."""
