@@ -43,10 +43,11 @@ def test_wheel_installs_into_a_fresh_venv_and_grades(tmp_path):
     wheel = next(dist.glob("triton_kata-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     for needed in ("grader/cli.py", "grader/worker.py", "grader/katas/softmax/kata.yaml", "grader/katas/tracks.yaml",
-                   "grader/batch/engine.py", "grader/katas/softmax/spec.py", "grader/katas/rms_norm/stub.py",
+                   "grader/katas/softmax/spec.py", "grader/katas/rms_norm/stub.py",
                    "grader/reference/vector_add.py", "grader/templates/report.html.j2",
                    "grader/templates/leaderboard.html.j2", "grader/templates/leaderboard.md.j2"):
         assert needed in names, f"{needed} missing from the wheel"
+    assert "grader/batch/engine.py" in names, "grader.batch (kata batch) missing from the wheel"
 
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
