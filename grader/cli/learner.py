@@ -1,8 +1,8 @@
 """The learner's-loop and interview commands: hint, watch, reset, solution, interview *.
 
-Registered on the `kata` group by grader/cli.py. Like cli.py, this module only parses and
-formats: the work is in grader.interview, grader.hints, grader.progress, grader.watch.
-Grading goes through grader.runner.grade, looked up at call time so tests can replace it.
+Registered on the `kata` group by grader/cli/main.py. Like cli.py, this module only parses and
+formats: the work is in grader.learner.interview, grader.learner.hints, grader.learner.progress, grader.learner.watch.
+Grading goes through grader.grading.runner.grade, looked up at call time so tests can replace it.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from pathlib import Path
 import click
 from tabulate import tabulate
 
-from grader import clock
-from grader.kata import DIFFICULTIES, KataFormatError
+from grader.learner import clock
+from grader.kata.format import DIFFICULTIES, KataFormatError
 
 sleep = time.sleep  # the watch and countdown loops' pause; tests replace it
 
 
 def _cli():
-    # grader.cli imports this module to register the commands: import it lazily, not at the top.
-    from grader import cli
+    # grader.cli.main imports this module to register the commands: import it lazily, not at the top.
+    from grader.cli import main as cli
     return cli
 
 
@@ -45,8 +45,8 @@ def _local(moment: datetime) -> str:
 
 
 def _kata_workspace(kata_name: str | None, directory: Path):
-    from grader.catalog import UnknownKataError
-    from grader.workspace import WorkspaceError, find_workspace
+    from grader.kata.catalog import UnknownKataError
+    from grader.learner.workspace import WorkspaceError, find_workspace
     try:
         return find_workspace(kata_name, directory)
     except (WorkspaceError, UnknownKataError) as exc:
@@ -56,7 +56,7 @@ def _kata_workspace(kata_name: str | None, directory: Path):
 
 
 def _grade(kata, solution: Path, mode: str, timeout_s: float | None):
-    from grader import runner
+    from grader.grading import runner
     return runner.grade(kata, solution, mode, timeout_s=timeout_s)
 
 
@@ -65,9 +65,9 @@ def _grade(kata, solution: Path, mode: str, timeout_s: float | None):
 def after_grade(solution: Path, result) -> None:
     """Keep a grade in its workspace's record (for kata list, kata solution, interviews) and
     say when it counts as late in an interview. Called by `kata grade` and `kata watch`."""
-    from grader.interview import late_notice
-    from grader.progress import RecordError, record_grade
-    from grader.workspace import workspace_kata_name
+    from grader.learner.interview import late_notice
+    from grader.learner.progress import RecordError, record_grade
+    from grader.learner.workspace import workspace_kata_name
 
     workspace = Path(solution).resolve().parent
     if workspace_kata_name(workspace) != result.kata:
@@ -94,9 +94,9 @@ def hint(kata, directory):
 
     KATA defaults to the workspace in --dir. Hints taken in an interview cost points.
     """
-    from grader.hints import HINT_COSTS, take_hint
-    from grader.interview import RUNNING, interview_of_workspace
-    from grader.progress import RecordError
+    from grader.learner.hints import HINT_COSTS, take_hint
+    from grader.learner.interview import RUNNING, interview_of_workspace
+    from grader.learner.progress import RecordError
 
     k, workspace = _kata_workspace(kata, directory)
     try:
@@ -146,9 +146,9 @@ def watch_command(path, kata_name, interpret, gpu, timeout, interval):
     PATH is a workspace folder or a solution file (default: here). It grades once at the
     start, then after each save that changes the file, and never moves on to another kata.
     """
-    from grader.catalog import UnknownKataError
-    from grader.watch import watch_file
-    from grader.workspace import WorkspaceError, resolve
+    from grader.kata.catalog import UnknownKataError
+    from grader.learner.watch import watch_file
+    from grader.learner.workspace import WorkspaceError, resolve
 
     try:
         kata, solution = resolve(path, kata_name)
@@ -177,7 +177,7 @@ def watch_command(path, kata_name, interpret, gpu, timeout, interval):
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def reset(kata, directory, yes):
     """Put the stub back in KATA's solution.py, keeping the old file as solution.bakN.py."""
-    from grader.workspace import SOLUTION, reset_solution
+    from grader.learner.workspace import SOLUTION, reset_solution
 
     k, workspace = _kata_workspace(kata, directory)
     solution = workspace / SOLUTION
@@ -204,10 +204,10 @@ def reset(kata, directory, yes):
 @click.option("--force", is_flag=True, help="Show it without a passing grade (recorded as revealed).")
 def solution(kata, directory, force):
     """Show KATA's reference solution, once you have passed it (or with --force)."""
-    from grader.catalog import UnknownKataError
-    from grader.interview import RUNNING, interview_of_workspace
-    from grader.progress import RecordError, load_record, save_record, store_bests
-    from grader.workspace import WorkspaceError, find_workspace
+    from grader.kata.catalog import UnknownKataError
+    from grader.learner.interview import RUNNING, interview_of_workspace
+    from grader.learner.progress import RecordError, load_record, save_record, store_bests
+    from grader.learner.workspace import WorkspaceError, find_workspace
 
     k = _cli()._kata_or_exit(kata)
     try:
@@ -251,7 +251,7 @@ def interview():
 
 
 def _load_interview(folder: Path | None):
-    from grader.interview import InterviewError, find_interview, load_interview
+    from grader.learner.interview import InterviewError, find_interview, load_interview
     try:
         return load_interview(find_interview(folder or Path(".")))
     except InterviewError as exc:
@@ -265,8 +265,8 @@ def _interview_katas(itv) -> dict:
 def _track_pool(itv) -> list:
     """The katas of the interview's track (the whole catalogue without one), for the debrief's
     what to study next; a track gone from the tracks file falls back to the catalogue."""
-    from grader.catalog import all_katas, kata_dirs
-    from grader.tracks import TrackError, UnknownTrackError, get_track
+    from grader.kata.catalog import all_katas, kata_dirs
+    from grader.kata.tracks import TrackError, UnknownTrackError, get_track
     try:
         katas = all_katas()
     except KataFormatError:
@@ -325,11 +325,11 @@ def start(track_name, minutes, count, difficulty, topic, seed, folder):
     With --track or --difficulty mix the katas fit in --minutes: an easy opener, then medium
     and hard (docs/INTERVIEW.md says how the options combine).
     """
-    from grader.catalog import all_katas
-    from grader.hints import HINT_COSTS
-    from grader.interview import (DEFAULT_COUNT, LATE_FACTOR, MIX, InterviewError, pick_katas,
+    from grader.kata.catalog import all_katas
+    from grader.learner.hints import HINT_COSTS
+    from grader.learner.interview import (DEFAULT_COUNT, LATE_FACTOR, MIX, InterviewError, pick_katas,
                                   pick_track, start_interview)
-    from grader.progress import progress_by_kata
+    from grader.learner.progress import progress_by_kata
 
     given = (("track", track_name), ("difficulty", difficulty), ("topic", topic and shlex.quote(topic)),
              ("count", count), ("minutes", minutes))  # for the line that repeats the pick
@@ -383,9 +383,9 @@ def start(track_name, minutes, count, difficulty, topic, seed, folder):
 @click.option("--watch", is_flag=True, help="Then redraw the time left every second until the deadline or Ctrl-C.")
 def status(folder, watch):
     """Time left, each kata's state, hints taken and points so far."""
-    from grader.interview import RUNNING, summarise
-    from grader.progress import RecordError
-    from grader.watch import countdown
+    from grader.learner.interview import RUNNING, summarise
+    from grader.learner.progress import RecordError
+    from grader.learner.watch import countdown
 
     itv = _load_interview(folder)
     if itv.status != RUNNING:
@@ -430,7 +430,7 @@ def status(folder, watch):
 @click.option("--timeout", type=click.FloatRange(min=1), help="Time limit in seconds for each kata's grade.")
 def submit(folder, interpret, gpu, timeout):
     """Grade every kata, close the interview and write debrief.md and debrief.html."""
-    from grader.interview import RUNNING, InterviewError, submit as submit_interview
+    from grader.learner.interview import RUNNING, InterviewError, submit as submit_interview
 
     itv = _load_interview(folder)
     if itv.status != RUNNING:
@@ -444,7 +444,7 @@ def submit(folder, interpret, gpu, timeout):
         if result is None:
             click.echo(f"{kata.name}: no solution.py: not graded")
         else:
-            from grader.cli_results import record_or_warn
+            from grader.cli.store import record_or_warn
             record_or_warn(result, None, None, mode_label="interview")  # the results store
             click.echo(compact_result(result, now))
 
@@ -467,7 +467,7 @@ def submit(folder, interpret, gpu, timeout):
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def abandon(folder, yes):
     """Close the interview without grading it (the solutions stay where they are)."""
-    from grader.interview import RUNNING, InterviewError, abandon as abandon_interview
+    from grader.learner.interview import RUNNING, InterviewError, abandon as abandon_interview
 
     itv = _load_interview(folder)
     if itv.status != RUNNING:

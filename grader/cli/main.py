@@ -10,9 +10,9 @@ import click
 from tabulate import tabulate
 
 from grader import __version__
-from grader.catalog import UnknownKataError, all_katas, get_kata
-from grader.cli_results import COMMANDS as RESULTS_COMMANDS, db_option, handle_option, record_or_warn
-from grader.kata import KataFormatError
+from grader.kata.catalog import UnknownKataError, all_katas, get_kata
+from grader.cli.store import COMMANDS as RESULTS_COMMANDS, db_option, handle_option, record_or_warn
+from grader.kata.format import KataFormatError
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 MAX_LISTED = 5  # failing cases listed in the terminal summary
@@ -34,8 +34,8 @@ def _kata_or_exit(name: str):
 
 def _track_or_exit(name: str):
     """The track NAME of katas/tracks.yaml, checked against the installed katas."""
-    from grader.catalog import kata_dirs
-    from grader.tracks import TrackError, UnknownTrackError, get_track
+    from grader.kata.catalog import kata_dirs
+    from grader.kata.tracks import TrackError, UnknownTrackError, get_track
     try:
         return get_track(name, kata_dirs())
     except UnknownTrackError as exc:
@@ -45,8 +45,8 @@ def _track_or_exit(name: str):
 
 
 def _complete_track(ctx, param, incomplete):
-    from grader.catalog import kata_dirs
-    from grader.tracks import TrackError, load_tracks
+    from grader.kata.catalog import kata_dirs
+    from grader.kata.tracks import TrackError, load_tracks
     try:
         return [name for name in load_tracks(kata_dirs()) if name.startswith(incomplete)]
     except TrackError:
@@ -54,7 +54,7 @@ def _complete_track(ctx, param, incomplete):
 
 
 def _complete_kata(ctx, param, incomplete):
-    from grader.catalog import kata_dirs
+    from grader.kata.catalog import kata_dirs
     return [name for name in kata_dirs() if name.startswith(incomplete)]
 
 
@@ -81,7 +81,7 @@ def main():
               help="Only the katas of this interview track (warmup, llm-training, ...; docs/INTERVIEW.md).")
 def list_katas(directory, track_name):
     """Show the katas: difficulty, topics, time budget, your status and best score."""
-    from grader.progress import progress_by_kata
+    from grader.learner.progress import progress_by_kata
     track = _track_or_exit(track_name) if track_name else None
     try:
         katas = all_katas()
@@ -106,7 +106,7 @@ def list_katas(directory, track_name):
 @click.argument("kata", shell_complete=_complete_kata)
 def show(kata):
     """Show a kata's statement, signature, tolerances, what PyTorch may do, and public cases."""
-    from grader.report import render_workspace_readme
+    from grader.results.report import render_workspace_readme
     click.echo(render_workspace_readme(_kata_or_exit(kata)))
 
 
@@ -117,7 +117,7 @@ def show(kata):
 @click.option("--force", is_flag=True, help="Replace an existing solution.py (a .bak copy is kept).")
 def new(kata, parent, force):
     """Scaffold DIR/KATA/solution.py (the stub) and DIR/KATA/README.md (the statement)."""
-    from grader.workspace import SolutionExistsError, scaffold
+    from grader.learner.workspace import SolutionExistsError, scaffold
     k = _kata_or_exit(kata)
     try:
         made = scaffold(k, parent, force=force)
@@ -135,7 +135,7 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
         _usage_error("--interpret and --gpu exclude each other.")
     if interpret:
         return "interpret"
-    from grader.cuda_probe import cuda_available
+    from grader.grading.cuda_probe import cuda_available
     has_gpu = cuda_available()
     if gpu and not has_gpu:
         _usage_error("--gpu needs a CUDA GPU and torch sees none; grade with --interpret (correctness only).")
@@ -171,9 +171,9 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
 def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going, memory_gib, seed,
           kata_name, handle, db, no_record, only_cases):
     """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
-    from grader.report import ReportFormatError, report_format, to_json, write_report
-    from grader.runner import grade as run_grade
-    from grader.workspace import WorkspaceError, resolve
+    from grader.results.report import ReportFormatError, report_format, to_json, write_report
+    from grader.grading.runner import grade as run_grade
+    from grader.learner.workspace import WorkspaceError, resolve
     try:
         kata, solution = resolve(path, kata_name)
         if report:
@@ -182,8 +182,8 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
         _usage_error(str(exc))
     mode = _resolve_mode(interpret, gpu)
     if only_cases:
-        from grader.plan import build_plan
-        from grader.runner import select_cases
+        from grader.grading.plan import build_plan
+        from grader.grading.runner import select_cases
         try:
             select_cases(kata, build_plan(kata, mode), only_cases)
         except ValueError as exc:
@@ -203,7 +203,7 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
     else:
         if not no_record:
             record_or_warn(result, db, handle)
-        from grader.cli_interview import after_grade
+        from grader.cli.learner import after_grade
         after_grade(solution, result)  # the workspace's record: kata list, kata solution, interviews
     if report:
         write_report(result, report)
@@ -245,7 +245,7 @@ def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
     """What the submission must not write: the report and the results store (with its WAL files)."""
     paths = [report.resolve()] if report else []
     try:
-        from grader.cli_results import _db
+        from grader.cli.store import _db
         store = Path(_db(db)).resolve()
     except ImportError:  # no results store to protect
         return paths
@@ -319,7 +319,7 @@ def selftest(katas, interpret, gpu, as_json):
     """Check the katas themselves: every reference must pass and every stub must fail."""
     import json
 
-    from grader.selftest import selftest as run_selftest
+    from grader.grading.selftest import selftest as run_selftest
     chosen = [_kata_or_exit(k) for k in katas] if katas else all_katas()
     mode = _resolve_mode(interpret, gpu)
     results = run_selftest(chosen, mode)  # side by side; timing phases take turns
@@ -348,7 +348,7 @@ for _command in RESULTS_COMMANDS:  # history, export, import, leaderboard
 
 
 def _register_learner_commands() -> None:
-    from grader.cli_interview import COMMANDS  # hint, watch, reset, solution, interview
+    from grader.cli.learner import COMMANDS  # hint, watch, reset, solution, interview
     for command in COMMANDS:
         main.add_command(command)
 

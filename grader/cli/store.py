@@ -1,7 +1,7 @@
 """`kata history`, `export`, `import` and `leaderboard`: the command line over the results store.
 
-Like cli.py, this only parses and formats; the work is in grader.store, grader.exchange and
-grader.leaderboard. Registered on the `kata` group in cli.py.
+Like cli.py, this only parses and formats; the work is in grader.store.database, grader.store.exchange and
+grader.store.leaderboard. Registered on the `kata` group in cli.py.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def db_option(function):
 
 
 def _check_handle(ctx, param, value):
-    from grader.handle import HandleError, validate_handle
+    from grader.store.handle import HandleError, validate_handle
     try:
         return None if value is None else validate_handle(value)
     except HandleError as exc:
@@ -42,12 +42,12 @@ def _usage_error(message: str) -> None:
 
 
 def _db(db: Path | None) -> Path:
-    from grader.store import default_db_path
+    from grader.store.database import default_db_path
     return db or default_db_path()
 
 
 def _handle_or_exit(handle: str | None) -> str:
-    from grader.handle import HandleError, resolve_handle
+    from grader.store.handle import HandleError, resolve_handle
     try:
         return resolve_handle(handle)
     except HandleError as exc:
@@ -57,9 +57,9 @@ def _handle_or_exit(handle: str | None) -> str:
 def record_or_warn(result, db: Path | None, handle: str | None, mode_label: str | None = None) -> int | None:
     """Record a grade; on any failure warn on stderr and go on (a grade is never lost to the
     store: it has already been printed or written)."""
-    from grader.handle import HandleError
+    from grader.store.handle import HandleError
     try:
-        from grader.store import StoreError, record_grade
+        from grader.store.database import StoreError, record_grade
         path = _db(db)
     except ImportError as exc:  # the store is optional to a grade
         click.echo(f"Warning: this grade was not recorded: the results store is unavailable ({exc})", err=True)
@@ -88,7 +88,7 @@ def _pct(value) -> str:
 
 
 def _store_call(function, *args, **kwargs):
-    from grader.store import StoreError
+    from grader.store.database import StoreError
     try:
         return function(*args, **kwargs)
     except StoreError as exc:
@@ -101,7 +101,7 @@ def _store_call(function, *args, **kwargs):
 @db_option
 def history(kata, handle, db):
     """Your graded attempts over time (all katas, or KATA), then your best per kata."""
-    from grader.store import attempts, best_by_kata
+    from grader.store.database import attempts, best_by_kata
     who = _handle_or_exit(handle)
     path = _db(db)
     rows = _store_call(attempts, path, kata=kata, handle=who)
@@ -132,8 +132,8 @@ def history(kata, handle, db):
 @db_option
 def export_results(out, kata, handle, everyone, db):
     """Your results as one JSON file (format: docs/STORE.md), to merge elsewhere with `kata import`."""
-    from grader.exchange import export_document
-    from grader.store import stored_grades
+    from grader.store.exchange import export_document
+    from grader.store.database import stored_grades
     who = _handle_or_exit(handle)
     grades = _store_call(stored_grades, _db(db), kata=kata, handle=who, everyone=everyone)
     text = json.dumps(export_document(grades, who), indent=1, ensure_ascii=True) + "\n"
@@ -158,8 +158,8 @@ def import_results(files, db):
     Every file is checked first; if any is malformed or inconsistent, nothing is imported.
     Results already in the store are skipped, so importing a file twice adds nothing.
     """
-    from grader.exchange import ExchangeError, read_results_file
-    from grader.store import ImportConflictError, StoreError, import_grades
+    from grader.store.exchange import ExchangeError, read_results_file
+    from grader.store.database import ImportConflictError, StoreError, import_grades
     grades, problems = [], []
     for path in files:
         try:
@@ -188,8 +188,8 @@ def import_results(files, db):
 def leaderboard(kata, device, out_dir, db):
     """Write leaderboard.html and leaderboard.md from everyone's recorded results: per device,
     per kata (score, then speedup; best per person) and overall (sum of best scores)."""
-    from grader.leaderboard import build_leaderboard, write_leaderboard
-    from grader.store import attempts
+    from grader.store.leaderboard import build_leaderboard, write_leaderboard
+    from grader.store.database import attempts
     everything = _store_call(attempts, _db(db), everyone=True)
     board = build_leaderboard(everything, kata=kata, device=device)
     if board.empty and (kata or device):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from grader.kata import Kata
+from grader.kata.format import Kata
 
 
 @dataclass(frozen=True)

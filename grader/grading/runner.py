@@ -1,8 +1,8 @@
 """Grading a submission: spawn the worker, watch it, check its outputs, turn it all into results.
 
 The submission never runs in this process: a crash, hang, os._exit or CUDA fault ends only the
-worker, and what the worker reported before that is kept. The watchdog (grader.watchdog) holds
-the worker to its limits from outside; the checker (grader.checker), which never imports the
+worker, and what the worker reported before that is kept. The watchdog (grader.sandbox.watchdog) holds
+the worker to its limits from outside; the checker (grader.judge.checker), which never imports the
 submission, decides whether the values it produced are right.
 """
 
@@ -23,13 +23,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from grader import __version__, ceilings as ceilings_cache, diagnose, warm_start, watchdog
-from grader.control import Referee
-from grader.kata import Kata
-from grader.plan import PlannedCase, build_plan
-from grader.results import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult,
+from grader import __version__
+from grader.timing import ceilings as ceilings_cache
+from grader.judge import diagnose
+from grader.grading import warm_start
+from grader.sandbox import watchdog
+from grader.sandbox.control import Referee
+from grader.kata.format import Kata
+from grader.grading.plan import PlannedCase, build_plan
+from grader.results.schema import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult,
                             Mismatch, TaskResult)
-from grader.scoring import (PASS_CAP, geomean, meets_thresholds, score, summarise_task,
+from grader.results.scoring import (PASS_CAP, geomean, meets_thresholds, score, summarise_task,
                              tasks_correct)
 
 OUTPUT_LIMIT = 8000  # characters of the submission's stdout/stderr kept in a report
@@ -62,7 +66,7 @@ class WorkerRun:
 
 
 def default_mode() -> str:
-    from grader.cuda_probe import cuda_available
+    from grader.grading.cuda_probe import cuda_available
 
     return "gpu" if cuda_available() else "interpret"
 
@@ -128,7 +132,7 @@ def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     # torch.compile off: a compiled function runs eagerly, where the op recorder sees its ops
-    # (grader.guards.compile_evidence names a submission that switches it back on).
+    # (grader.sandbox.guards.compile_evidence names a submission that switches it back on).
     env["TORCH_COMPILE_DISABLE"] = env["TORCHDYNAMO_DISABLE"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep the user's workspace free of __pycache__
     return env
@@ -210,7 +214,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
 
 
 def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
-    """The worker: forked by the warm start when it runs (grader.warm_start), else a fresh Python."""
+    """The worker: forked by the warm start when it runs (grader.grading.warm_start), else a fresh Python."""
     with open(os.devnull, "rb") as devnull:
         forked = warm_start.spawn("worker", request_path, cwd=workdir, env=env, new_session=True,
                                   fds={0: devnull.fileno(), 1: output.fileno(), 2: output.fileno(),
@@ -218,7 +222,7 @@ def _start_worker(request_path: Path, workdir: Path, env: dict, output, control:
     if forked is not None:
         return forked
     return subprocess.Popen(
-        [sys.executable, "-m", "grader.worker", str(request_path)],
+        [sys.executable, "-m", "grader.sandbox.worker", str(request_path)],
         cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
         start_new_session=True, pass_fds=(control.fileno(),))
 
@@ -261,7 +265,7 @@ class _LocalJudge:
     """The checker in this process (CPU grades): outputs are on the CPU already."""
 
     def __init__(self, kata: Kata, seed: int):
-        from grader.checker import Checker
+        from grader.judge.checker import Checker
 
         self.checker = Checker(kata, seed, "cpu")
 
@@ -299,7 +303,7 @@ class _ServiceJudge:
             return
         for fd in (asks_r, asks_w, answers_r, answers_w):
             os.close(fd)
-        self.proc = subprocess.Popen([sys.executable, "-m", "grader.checker", str(request_path)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "grader.judge.checker", str(request_path)],
                                      env=env, cwd=tmp_path,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True)
@@ -540,7 +544,7 @@ def _timing_failure(case: CaseResult, failure: dict) -> dict | None:
 
 def _name_findings(case: CaseResult, detail: dict | None, findings: diagnose.Findings) -> None:
     """A failed case named: a cheat only on evidence an honest kernel cannot produce
-    (grader.diagnose.CHEATS), else a diagnosis of what went wrong."""
+    (grader.judge.diagnose.CHEATS), else a diagnosis of what went wrong."""
     if case.status not in (FAIL, ERROR):
         return
     if case.cheat:

@@ -1,7 +1,7 @@
 """Selftest: every reference must pass its kata and every stub must fail it.
 
 The grades run side by side (correctness needs no quiet GPU), but a grade that times has the
-GPU to itself: no case of another grade runs meanwhile (grader.control.GpuTurns).
+GPU to itself: no case of another grade runs meanwhile (grader.sandbox.control.GpuTurns).
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from grader import limits
-from grader.control import GpuTurns
-from grader.kata import Kata
-from grader.results import PASS, GradeResult
-from grader.runner import grade
+from grader.kata import limits
+from grader.sandbox.control import GpuTurns
+from grader.kata.format import Kata
+from grader.results.schema import PASS, GradeResult
+from grader.grading.runner import grade
 
 # Grades at once: each is a worker, a checker and their compilers (Triton compiles on the CPU).
 PARALLEL = max(1, min(4, (os.cpu_count() or 2) // 2))

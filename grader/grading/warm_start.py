@@ -215,7 +215,7 @@ def _start_server(path: Path, env: dict[str, str]) -> None:
     server_env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     server_env.pop("TMPDIR", None)
     try:
-        subprocess.Popen([sys.executable, "-m", "grader.warm_start", str(path)], cwd="/",
+        subprocess.Popen([sys.executable, "-m", "grader.grading.warm_start", str(path)], cwd="/",
                          env=server_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
     except OSError:
@@ -232,8 +232,8 @@ def serve(path: Path, idle_s: float = IDLE_S) -> int:
     import torch  # noqa: F401
     import triton  # noqa: F401
 
-    import grader.checker  # noqa: F401
-    import grader.worker  # noqa: F401
+    import grader.judge.checker  # noqa: F401
+    import grader.sandbox.worker  # noqa: F401
 
     folder = path.parent
     try:
@@ -382,9 +382,9 @@ def _become(request: dict, fds: list[int]) -> int:
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True, line_buffering=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True, line_buffering=True)
     if request["role"] == "worker":
-        from grader.worker import run_process
+        from grader.sandbox.worker import run_process
     else:
-        from grader.checker import run_process
+        from grader.judge.checker import run_process
     return run_process(request["request"])
 
 

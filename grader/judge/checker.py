@@ -2,14 +2,14 @@
 here, in a process that never imports the submission.
 
 The worker (which does import it) only runs the calls and saves what they returned; it decides
-nothing about values. The checker draws the same inputs from the grade's seed (grader.inputs),
-computes the reference, takes the outputs the worker handed over (grader.handover: CUDA IPC
+nothing about values. The checker draws the same inputs from the grade's seed (grader.judge.inputs),
+computes the reference, takes the outputs the worker handed over (grader.judge.handover: CUDA IPC
 handles, or files loaded with weights_only=True, so no submission code can run here) and
-compares them. A failing output gets a diagnosis (grader.diagnose: what was seen, and the likely
+compares them. A failing output gets a diagnosis (grader.judge.diagnose: what was seen, and the likely
 bug); the one cheat the values can prove is cached results (outputs that are copies of the
 result of earlier inputs).
 
-Run in the parent for CPU grades, and as `python -m grader.checker REQUEST.json` for GPU grades
+Run in the parent for CPU grades, and as `python -m grader.judge.checker REQUEST.json` for GPU grades
 (so the command-line process never holds a CUDA context), answering the parent case by case
 while the worker runs.
 """
@@ -23,13 +23,14 @@ from pathlib import Path
 
 import torch
 
-from grader import diagnose, handover
-from grader.value_diagnosis import analyse
-from grader.compare import compare_values
-from grader.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
-from grader.kata import Kata, load_kata
-from grader.perturb import replay
-from grader.properties import judge as judge_property
+from grader.judge import diagnose
+from grader.judge import handover
+from grader.judge.value_diagnosis import analyse
+from grader.judge.compare import compare_values
+from grader.judge.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
+from grader.kata.format import Kata, load_kata
+from grader.timing.perturb import replay
+from grader.judge.properties import judge as judge_property
 
 DOWNGRADES = (torch.bfloat16, torch.float16)
 
@@ -127,7 +128,7 @@ class Checker:
         return None
 
     def diagnosis(self, task, inputs, saved: dict, verdict: dict, dtype: str) -> diagnose.Diagnosis:
-        """What a failing verdict shows (grader.diagnose), never a cheat."""
+        """What a failing verdict shows (grader.judge.diagnose), never a cheat."""
         if isinstance(verdict.get("diagnosis"), diagnose.Diagnosis):
             return verdict["diagnosis"]
         leaf = verdict.get("leaf")
@@ -179,7 +180,7 @@ class Checker:
         return result
 
     def _check_property_case(self, task, planned: dict, result: dict, files: dict) -> dict:
-        """A task with a property check (grader.properties): its function judges both checked
+        """A task with a property check (grader.judge.properties): its function judges both checked
         calls together, so it can relate them (the same seed must give the same mask)."""
         key, dtype, case = planned["key"], planned["dtype"], planned["case"]
         first, again = handover.load(files.get("first")), handover.load(files.get("again"))
@@ -362,7 +363,7 @@ def _profiled(run) -> int:
 
 
 def run_process(request_path: str) -> int:
-    """The checker process (`python -m grader.checker REQUEST`, or forked by the warm start)."""
+    """The checker process (`python -m grader.judge.checker REQUEST`, or forked by the warm start)."""
     import os
     # Answers go to the real stdout; anything else that prints (warnings) goes to stderr.
     out = sys.stdout

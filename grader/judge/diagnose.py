@@ -7,7 +7,7 @@ timing-aware behaviour, a time below the physical floor. Everything an honest bu
 cause is a **diagnosis**: a short code, a sentence of what was seen, and advice about the likely
 bug. Both fail the grade; only a cheat is shown as "Rejected" (docs/SCORING.md has both tables).
 
-What a failing output's values show is grader.value_diagnosis (`analyse`, run by the checker);
+What a failing output's values show is grader.judge.value_diagnosis (`analyse`, run by the checker);
 this module is the vocabulary, with no torch import: the command-line process uses it.
 """
 
@@ -238,6 +238,6 @@ def hidden_only(cases) -> tuple[Diagnosis, list] | None:
 
 
 def analyse(*args, **kwargs) -> Diagnosis:
-    """grader.value_diagnosis.analyse, imported on first use (it needs torch)."""
-    from grader.value_diagnosis import analyse as analyse_values
+    """grader.judge.value_diagnosis.analyse, imported on first use (it needs torch)."""
+    from grader.judge.value_diagnosis import analyse as analyse_values
     return analyse_values(*args, **kwargs)

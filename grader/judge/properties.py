@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.inputs import output_dtype
+from grader.judge.inputs import output_dtype
 
 FIGURES = ("max_abs_err", "max_rel_err", "mismatched", "total")
 

@@ -6,7 +6,7 @@ import difflib
 from functools import lru_cache
 from pathlib import Path
 
-from grader.kata import Kata, load_kata
+from grader.kata.format import Kata, load_kata
 from grader.paths import kata_roots
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
-from grader.allowed_ops import HOST_READS, is_op_name
-from grader.costexpr import CostExpressionError, evaluate, number_or_expression
-from grader.limits import GRADE_LIMIT_S
-from grader.memory_budget import MemoryBudget, MemoryBudgetError, parse_memory_budget
+from grader.kata.allowed_ops import HOST_READS, is_op_name
+from grader.kata.costexpr import CostExpressionError, evaluate, number_or_expression
+from grader.kata.limits import GRADE_LIMIT_S
+from grader.kata.memory_budget import MemoryBudget, MemoryBudgetError, parse_memory_budget
 
 MODES = ("interpret", "gpu")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -132,12 +132,12 @@ class Task:
     reference_fn: str = "reference"
     baseline_fn: str = "baseline"
     forbidden: tuple[str, ...] = ()
-    allowed_ops: tuple[str, ...] = ()  # PyTorch ops allowed beyond grader.allowed_ops.BASE_ALLOWED
+    allowed_ops: tuple[str, ...] = ()  # PyTorch ops allowed beyond grader.kata.allowed_ops.BASE_ALLOWED
     cost_bytes: str | None = None
     cost_flops: str | None = None
     skip: tuple[SkipRule, ...] = ()
     property_fn: str | None = None  # check: {property: FN}: judged by spec.FN, not a ground truth
-    # GPU memory a call may use beyond its inputs and outputs (grader.memory_budget); None: no cap
+    # GPU memory a call may use beyond its inputs and outputs (grader.kata.memory_budget); None: no cap
     memory_budget: MemoryBudget | None = None
 
     @property

@@ -16,13 +16,13 @@ On a GPU the worker measures each checked call with the CUDA caching allocator's
                  - what the grader itself allocates during the call
 
 The grader's own part is the guard bands around every tensor the submission creates
-(grader.guardbands) and the instant each new tensor is copied into its guarded storage, when
+(grader.sandbox.guardbands) and the instant each new tensor is copied into its guarded storage, when
 it exists twice: the meter is paused across that copy (`PeakMeter.excluded`). A call over the
 budget fails with the diagnosis `memory_budget`: too much memory is a design flaw, never a cheat.
 The Triton interpreter runs on the CPU, which has no peak-memory counter: there the check is
 skipped (the workspace README says the budget is checked on a GPU only).
 
-This module imports torch only inside the meter, so that grader.kata (which parses the budget)
+This module imports torch only inside the meter, so that grader.kata.format (which parses the budget)
 stays free of it.
 """
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from grader.costexpr import CostExpressionError, evaluate, number_or_expression
+from grader.kata.costexpr import CostExpressionError, evaluate, number_or_expression
 
 KEYS = ("bytes", "what", "advice")
 BLOCK_BYTES = 512  # the CUDA caching allocator rounds every block up to a multiple of this

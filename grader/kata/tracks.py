@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from grader.kata import Kata
+from grader.kata.format import Kata
 from grader.paths import data_root
 
 EVERY = "*"  # `katas: "*"`: the whole catalogue

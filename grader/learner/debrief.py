@@ -6,13 +6,13 @@ from pathlib import Path
 
 import jinja2
 
-from grader.clock import format_duration
+from grader.learner.clock import format_duration
 
 DEBRIEF_FILES = {"md": "debrief.md", "html": "debrief.html"}
 
 
 def _environment() -> jinja2.Environment:
-    from grader.report import template_environment
+    from grader.results.report import template_environment
 
     env = template_environment()
     env.filters["duration"] = format_duration

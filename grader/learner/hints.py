@@ -1,6 +1,6 @@
 """Progressive hints: each kata has three (nudge, approach, near-solution), revealed one at a time.
 
-What has been revealed is kept in the workspace record (grader.progress), so the next
+What has been revealed is kept in the workspace record (grader.learner.progress), so the next
 `kata hint` continues where the last one stopped, in any process. In an interview each hint
 costs points (HINT_COSTS, documented in docs/INTERVIEW.md).
 """
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from grader.clock import format_time
-from grader.kata import Kata
-from grader.progress import load_record, save_record
+from grader.learner.clock import format_time
+from grader.kata.format import Kata
+from grader.learner.progress import load_record, save_record
 
 HINT_LABELS = ("nudge", "approach", "near-solution")
 HINT_COSTS = (5, 10, 20)  # interview points each hint costs, in order (35 for all three)

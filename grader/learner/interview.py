@@ -2,7 +2,7 @@
 
 The interview's state is one JSON file in its folder (interview.json), so it survives closing
 the terminal; each kata's workspace in that folder keeps its own record of grades and hints
-(grader.progress). Every function that depends on the time takes `now`. The rules (hint costs,
+(grader.learner.progress). Every function that depends on the time takes `now`. The rules (hint costs,
 lateness, verdict) are documented in docs/INTERVIEW.md; the constants below are their source.
 """
 
@@ -15,13 +15,13 @@ from itertools import chain, cycle, repeat
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from grader.clock import format_time, parse_time
-from grader.hints import HINT_COSTS, hint_cost
-from grader.kata import DIFFICULTIES, Kata
-from grader.progress import (FAILING, NOT_STARTED, KataProgress, RecordError, load_record,
+from grader.learner.clock import format_time, parse_time
+from grader.learner.hints import HINT_COSTS, hint_cost
+from grader.kata.format import DIFFICULTIES, Kata
+from grader.learner.progress import (FAILING, NOT_STARTED, KataProgress, RecordError, load_record,
                              record_grade, write_json_atomic)
-from grader.results import PASS, GradeResult
-from grader.tracks import Track
+from grader.results.schema import PASS, GradeResult
+from grader.kata.tracks import Track
 
 STATE_FILE = "interview.json"
 SCHEMA = "triton-kata/interview/1"
@@ -189,7 +189,7 @@ def start_interview(folder: Path, katas: list[Kata], now: datetime, seed: int,
                     minutes: int | None = None, selection: dict | None = None) -> Interview:
     """Scaffold the katas into FOLDER and write its interview.json. The countdown defaults to
     the sum of the katas' time budgets."""
-    from grader.workspace import scaffold
+    from grader.learner.workspace import scaffold
 
     folder = Path(folder)
     if (folder / STATE_FILE).exists():
@@ -426,7 +426,7 @@ def summarise(interview: Interview, katas: dict[str, Kata], now: datetime,
 
 # --- closing ------------------------------------------------------------------------------
 
-GradeFunction = Callable[..., GradeResult]  # grader.runner.grade's signature
+GradeFunction = Callable[..., GradeResult]  # grader.grading.runner.grade's signature
 
 
 def check_records(interview: Interview) -> None:
@@ -452,7 +452,7 @@ def submit(interview: Interview, katas: dict[str, Kata], grade: GradeFunction, m
     """Grade every kata (as of `now`, so a submission on time is on time however long grading
     takes), close the interview, write the debriefs and save the state. pool: the katas of the
     interview's track, for the debrief's what to study next."""
-    from grader.debrief import write_debriefs
+    from grader.learner.debrief import write_debriefs
 
     _require_running(interview)
     check_records(interview)

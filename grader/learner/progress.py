@@ -5,7 +5,7 @@ A workspace keeps its own record in WORKSPACE/.kata/:
     progress.json     hints taken, the reference revealed or not, a summary of every grade, the best
     last_grade.json   the last grade's full JSON (docs/RESULTS.md) plus `graded_at`
 
-Status per kata, best first: the results store (grader.store, when it is installed and its
+Status per kata, best first: the results store (grader.store.database, when it is installed and its
 database exists), else the workspace record. Writing is atomic (temporary file + rename), so a
 crash never leaves half a record; a damaged record is reported, never overwritten.
 """
@@ -21,9 +21,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from grader.clock import format_time
-from grader.kata import Kata
-from grader.results import PASS, GradeResult
+from grader.learner.clock import format_time
+from grader.kata.format import Kata
+from grader.results.schema import PASS, GradeResult
 
 RECORD_DIR = ".kata"
 RECORD_FILE = "progress.json"
@@ -165,12 +165,12 @@ def status_from_best(status: str | None, mode: str | None, speedup: float | None
 def store_bests() -> tuple[dict[str, Any], str | None]:
     """The results store's best grade per kata, or ({}, None) when there is no store.
 
-    The store (grader.store) is optional: when the module or its database is absent the
+    The store (grader.store.database) is optional: when the module or its database is absent the
     workspace records are the only source. The second value is a warning to show, if any.
     """
     try:
         # import_module consults sys.modules first (the package attribute may be stale).
-        store = importlib.import_module("grader.store")
+        store = importlib.import_module("grader.store.database")
     except ImportError:
         return {}, None
     try:
@@ -189,7 +189,7 @@ def progress_by_kata(katas: list[Kata], directory: Path,
     Returns (progress by kata name, warnings). `bests` is the store's answer (store_bests() when
     None), passed in by tests.
     """
-    from grader.workspace import workspace_kata_name
+    from grader.learner.workspace import workspace_kata_name
 
     warnings: list[str] = []
     if bests is None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from grader.catalog import get_kata, kata_dirs
-from grader.kata import Kata
+from grader.kata.catalog import get_kata, kata_dirs
+from grader.kata.format import Kata
 
 MARKER = ".kata.yaml"  # records which kata a workspace holds
 SOLUTION = "solution.py"
@@ -32,7 +32,7 @@ class Scaffold:
 
 
 def scaffold(kata: Kata, parent: Path, force: bool = False) -> Scaffold:
-    from grader.report import render_workspace_readme
+    from grader.results.report import render_workspace_readme
 
     directory = Path(parent) / kata.name
     solution = directory / SOLUTION

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import jinja2
 
-from grader.kata import Kata
+from grader.kata.format import Kata
 from grader.paths import templates_dir
-from grader.results import GradeResult
-from grader.scoring import FORMULA, points_lost
+from grader.results.schema import GradeResult
+from grader.results.scoring import FORMULA, points_lost
 
 FORMATS = {".md": "report.md.j2", ".markdown": "report.md.j2", ".html": "report.html.j2",
            ".htm": "report.html.j2"}
@@ -84,7 +84,7 @@ def write_report(result: GradeResult, path: Path) -> Path:
 
 
 def render_workspace_readme(kata: Kata) -> str:
-    from grader.allowed_ops import ALLOWED_GROUPS
+    from grader.kata.allowed_ops import ALLOWED_GROUPS
     return template_environment().get_template("workspace_readme.md.j2").render(
         k=kata, public_cases=public_cases(kata), torch_allowed=ALLOWED_GROUPS)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from grader.results import PASS, SKIPPED, ScoreBreakdown, TaskResult
+from grader.results.schema import PASS, SKIPPED, ScoreBreakdown, TaskResult
 
 CORRECTNESS_POINTS = 50.0
 SPEED_POINTS = 30.0

@@ -47,7 +47,7 @@ class ParentLine:
 
 
 class ParentSampler:
-    """The timing loop's sampler (grader.timing.time_pair), answered by the parent."""
+    """The timing loop's sampler (grader.timing.timer.time_pair), answered by the parent."""
 
     def __init__(self, line: ParentLine, key: str):
         self.line, self.key = line, key

@@ -9,7 +9,7 @@ from contextlib import nullcontext
 
 import torch
 
-from grader.guards import GraderDispatchMode, grader_machinery
+from grader.sandbox.guards import GraderDispatchMode, grader_machinery
 
 GUARD_BYTES = 1024  # a multiple of every element size, so alignment is kept
 PATTERN = 0xA5
@@ -57,7 +57,7 @@ class GuardedFactories(GraderDispatchMode):
     def __init__(self, pause=nullcontext):
         super().__init__()
         self.made: list[Guarded] = []
-        # Entered around each relocation: a memory meter pauses there (grader.memory_budget),
+        # Entered around each relocation: a memory meter pauses there (grader.kata.memory_budget),
         # since for that instant the new tensor exists twice, by the grader's doing.
         self.pause = pause
 

@@ -21,7 +21,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from grader.allowed_ops import BASE_ALLOWED, HOST_READS, describe
+from grader.kata.allowed_ops import BASE_ALLOWED, HOST_READS, describe
 
 
 class ForbiddenOpError(RuntimeError):
@@ -59,7 +59,7 @@ def _resolve_dotted(name: str):
 
 
 class GraderDispatchMode(TorchDispatchMode):
-    """The base of the grader's dispatch modes (here and in grader.guardbands). It says
+    """The base of the grader's dispatch modes (here and in grader.sandbox.guardbands). It says
     _should_skip_dynamo() is False: otherwise torch wraps each mode's __torch_dispatch__ in
     torch._dynamo.disable, and the first op the submission runs imports torch._dynamo (5.7 s of
     a 17 s grade on an H100 host). The wrapper only matters when Dynamo traces the submission's
@@ -128,7 +128,7 @@ def submission_guards(python_level: dict[int, str], aten_level: set[str], seen: 
         yield
 
 
-# --- torch_compute: PyTorch may not do the work (grader/allowed_ops.py names what it may do) ---
+# --- torch_compute: PyTorch may not do the work (grader/kata/allowed_ops.py names what it may do) ---
 #
 # Three independent records of one checked call, compared after it:
 # - a TorchDispatchMode on top of the mode stack sees every aten op the submission calls (by

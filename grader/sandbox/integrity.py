@@ -65,7 +65,7 @@ class Snapshot:
                 changed.append(f"the module {name}")
         now = _grader_functions()
         changed += [name for name, code in self.functions.items() if now.get(name) is not code]
-        from grader import launches
+        from grader.sandbox import launches
 
         if not launches.still_installed():
             changed.append("Triton's launch methods")

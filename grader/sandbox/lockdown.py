@@ -5,7 +5,7 @@
   results store, the reports and the user's files are out of reach. Reads are not restricted.
 - Processes: a Python audit hook refuses fork, exec, system and spawn, and refuses to let
   subprocess start interpreters or shells (the compiler tools Triton runs are fine). The parent's
-  watchdog (grader.watchdog) bounds whatever gets past it.
+  watchdog (grader.sandbox.watchdog) bounds whatever gets past it.
 - GPU memory: the caching allocator is capped at a fraction of the card, so a submission that
   asks for the whole card fails alone, with an out-of-memory error naming the limit.
 """

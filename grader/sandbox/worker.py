@@ -1,13 +1,13 @@
 """The grading worker: a child process that imports the submission and runs the planned cases.
 
-Started by grader.runner as `python -m grader.worker REQUEST.json`. Before the submission is
-imported it measures the device, snapshots the grader (grader.integrity), wraps Triton's launch
-methods (grader.launches) and locks itself down (grader.sandbox). Then, per case, it calls the
+Started by grader.grading.runner as `python -m grader.sandbox.worker REQUEST.json`. Before the submission is
+imported it measures the device, snapshots the grader (grader.sandbox.integrity), wraps Triton's launch
+methods (grader.sandbox.launches) and locks itself down (grader.sandbox.lockdown). Then, per case, it calls the
 submission twice (fresh inputs, then new contents in the same buffers), checks what only a live
 process can see (exceptions, forbidden ops, kernel launches, threads and streams, output types,
 aliasing, changed inputs, guard bands) and saves the outputs; whether the values are right is
-decided by grader.checker, which never imports the submission. On a GPU it then times the
-submission against the baseline (grader.timing) and saves the outputs of sampled timed calls.
+decided by grader.judge.checker, which never imports the submission. On a GPU it then times the
+submission against the baseline (grader.timing.timer) and saves the outputs of sampled timed calls.
 
 It reports through a results file named in the request, one JSON event per line, flushed as it
 goes, so the parent knows how far it got if the submission crashes or hangs the process. The
@@ -29,17 +29,21 @@ from pathlib import Path
 import torch
 import triton
 
-from grader import handover, integrity, launches, memory_budget, sandbox
-from grader.allowed_ops import describe, effective_allowed
-from grader.control import ParentGone, ParentLine, ParentSampler
-from grader.ceilings import cache_key
-from grader.compare import check_tensor_type
-from grader.guardbands import GuardedFactories, guarded_copy
-from grader.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
-from grader.inputs import AGAIN, case_seed, flatten, make_case_inputs, output_dtype
-from grader.kata import load_kata
-from grader.limits import CASE_CAP_S, case_limit_s, timing_limit_s
-from grader.timing import floor_ms, measure_ceilings, slow_first_calls, time_pair
+from grader.judge import handover
+from grader.sandbox import integrity
+from grader.sandbox import launches
+from grader.kata import memory_budget
+from grader.sandbox import lockdown as sandbox
+from grader.kata.allowed_ops import describe, effective_allowed
+from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
+from grader.timing.ceilings import cache_key
+from grader.judge.compare import check_tensor_type
+from grader.sandbox.guardbands import GuardedFactories, guarded_copy
+from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
+from grader.judge.inputs import AGAIN, case_seed, flatten, make_case_inputs, output_dtype
+from grader.kata.format import load_kata
+from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
+from grader.timing.timer import floor_ms, measure_ceilings, slow_first_calls, time_pair
 
 FATAL_CUDA_MARKERS = ("CUDA error", "illegal memory access", "illegal instruction",
                       "misaligned address", "unspecified launch failure", "device-side assert")
@@ -194,7 +198,7 @@ class CaseRunner:
         self.outdir, self.snapshot = outdir, snapshot
         self.python_forbidden, self.aten_forbidden = resolve_forbidden(task.forbidden)
         self.torch_allowed = effective_allowed(task.allowed_ops, task.forbidden)
-        self.torch_ops = None  # what the last call did with PyTorch (grader.guards.TorchOps)
+        self.torch_ops = None  # what the last call did with PyTorch (grader.sandbox.guards.TorchOps)
         self.cases = {c.name: c for c in task.cases}
         self.saved = 0
         self.shared: list[torch.Tensor] = []  # outputs handed over by CUDA IPC, not yet ruled on
@@ -270,7 +274,7 @@ class CaseRunner:
 
     def _call(self, args, meter: memory_budget.PeakMeter | None = None) -> tuple[object, int]:
         """(what the submission returned, how many Triton kernels it launched); `meter`, when
-        active, measures the call's peak GPU memory (grader.memory_budget)."""
+        active, measures the call's peak GPU memory (grader.kata.memory_budget)."""
         seen: list[str] = []
         meter = meter or memory_budget.PeakMeter(active=False)
         factories = GuardedFactories(pause=meter.excluded)
@@ -319,7 +323,7 @@ class CaseRunner:
             raise TamperingError(changed)
 
     def _check_op_escapes(self) -> None:
-        """The PyTorch-op check was switched off or gone round during the call (grader.guards)."""
+        """The PyTorch-op check was switched off or gone round during the call (grader.sandbox.guards)."""
         ops = self.torch_ops
         if ops.escapes:
             raise CaseProblem(f"switched off or went round the check on PyTorch ops: {'; '.join(ops.escapes[:3])}. "
@@ -630,7 +634,7 @@ def _import_path(name: str, path: Path):
 
 
 def run_process(request_path: str) -> int:
-    """The worker process's whole life (`python -m grader.worker REQUEST`, or forked by the warm
+    """The worker process's whole life (`python -m grader.sandbox.worker REQUEST`, or forked by the warm
     start): the exit code is 0 unless the process died first; what happened is in the events."""
     try:
         code = main(request_path)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from grader import __version__
-from grader.handle import HANDLE_PATTERN
-from grader.store import LABEL_PATTERN, StoredGrade, utc_now
+from grader.store.handle import HANDLE_PATTERN
+from grader.store.database import LABEL_PATTERN, StoredGrade, utc_now
 
 SCHEMA = "triton-kata/results/1"
 SCHEMA_PREFIX = "triton-kata/results/"

@@ -11,7 +11,7 @@ import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.store import Attempt, ranking_key
+from grader.store.database import Attempt, ranking_key
 
 UNKNOWN_DEVICE = "unknown device"
 OUTPUT_FILES = {"html": "leaderboard.html", "md": "leaderboard.md"}
@@ -189,7 +189,7 @@ def build_leaderboard(attempts: list[Attempt], kata: str | None = None,
 
 def render_leaderboard(board: Leaderboard, fmt: str) -> str:
     """fmt: 'html' (one self-contained page, SVG charts) or 'md'."""
-    from grader.report import template_environment  # the report filters (num, pct, speed) are shared
+    from grader.results.report import template_environment  # the report filters (num, pct, speed) are shared
     env = template_environment()
     env.filters["md"] = lambda v: str(v).replace("|", "\\|")
     template = env.get_template("leaderboard.html.j2" if fmt == "html" else "leaderboard.md.j2")

@@ -7,12 +7,12 @@ each, warm-up excluded, the median kept), with four changes:
 
 - the number of calls comes from the baseline, the same for both;
 - before every call (outside the timed window) a short span of a floating-point input is
-  halved (grader.perturb), so a cache keyed on the contents misses;
+  halved (grader.timing.perturb), so a cache keyed on the contents misses;
 - after every call of the submission the parent is asked whether to keep its outputs
   (`sampler.keep`); it alone knows which calls it will have verified, and answers only once the
   call's outputs exist, so nothing the submission can read tells it which calls are checked;
   kept outputs are copied at once, on the timed stream, and the checker rebuilds their inputs
-  by replaying the changes (grader.perturb.replay);
+  by replaying the changes (grader.timing.perturb.replay);
 - rounds alternate submission and baseline, and the speedup is the median of the per-round
   ratios, which cancels clock drift between rounds;
 - kernels shorter than SHORT_MS are timed by replaying a CUDA graph of many calls, each on its
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import torch
 import triton.testing
 
-from grader.perturb import Perturber
+from grader.timing.perturb import Perturber
 
 # Bound here, before the submission is imported: patching the public names changes nothing.
 _Event = torch.cuda.Event
@@ -243,7 +243,7 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     Sets are drawn with salts "/timing<i>". Before its first timed call the sampler is told how
     many calls the submission will make (`sampler.begin(calls, n_sets)`); after each call it is
     asked `sampler.keep(call)`: None, or a set index whose outputs are kept (Timing.checked).
-    The submission's input changes come from Perturber(seed): grader.perturb.replay rebuilds
+    The submission's input changes come from Perturber(seed): grader.timing.perturb.replay rebuilds
     them.
     """
     flush = _flush_buffer()
