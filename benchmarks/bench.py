@@ -24,8 +24,8 @@ import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.kata.catalog import all_katas, get_kata  # noqa: E402
 from grader.judge.inputs import case_seed  # noqa: E402
+from grader.kata.catalog import all_katas, get_kata  # noqa: E402
 from grader.timing.timer import floor_ms, measure_ceilings, median_ms  # noqa: E402
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.kata.catalog import all_katas, get_kata
 from grader.grading.runner import grade
+from grader.kata.catalog import all_katas, get_kata
 
 TESTS = Path(__file__).parent
 WRONG = TESTS / "wrong"

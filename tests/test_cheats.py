@@ -15,8 +15,8 @@ import re
 import pytest
 
 from conftest import KATA_NAMES, TESTS, kata_of_wrong
-from grader.kata import catalog
 from grader.judge.diagnose import ADVICE, CHEATS, RECLASSIFIED
+from grader.kata import catalog
 from grader.results.report import render_report
 from grader.results.schema import CaseResult
 
@@ -135,8 +135,8 @@ def test_downgrade_check_pairs_each_float32_output_with_its_own_truth():
     honest bug (scale = amax / 128 on huge values) is not a downgrade; a bfloat16 scale is."""
     import torch
 
-    from grader.kata.catalog import get_kata
     from grader.judge.checker import Checker
+    from grader.kata.catalog import get_kata
 
     checker = Checker(get_kata("quantize"), seed=7, device="cpu")
     task = checker.tasks["quantize_int8_rowwise"]

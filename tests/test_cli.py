@@ -8,8 +8,8 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from grader.kata.catalog import get_kata
 from grader.cli.main import main
+from grader.kata.catalog import get_kata
 
 COMMANDS = ["list", "show", "new", "grade", "selftest"]
 

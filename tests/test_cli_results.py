@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from grade_factory import make_grade
-from grader.store import database as store
 from grader.cli.main import main
+from grader.store import database as store
 from grader.store.database import StoredGrade
 
 ROOT = Path(__file__).resolve().parent.parent

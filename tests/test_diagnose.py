@@ -10,16 +10,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.judge import diagnose
-from grader.sandbox import watchdog
-from grader.kata.catalog import get_kata
-from grader.judge.checker import Checker
-from grader.judge.diagnose import Diagnosis, Findings, analyse, classify, from_message, hidden_only
-from grader.judge.inputs import AGAIN
 from grader.grading.plan import build_plan
+from grader.grading.runner import WorkerRun, _assemble
+from grader.judge import diagnose
+from grader.judge.checker import Checker
+from grader.judge.diagnose import Diagnosis, Findings, classify, from_message, hidden_only
+from grader.judge.inputs import AGAIN
+from grader.judge.value_diagnosis import analyse
+from grader.kata.catalog import get_kata
 from grader.results.report import render_report
 from grader.results.schema import CaseResult
-from grader.grading.runner import WorkerRun, _assemble
+from grader.sandbox import watchdog
 
 TOL = dict(atol=1e-6, rtol=1e-5)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from grader.kata.catalog import get_kata
 from grader.grading.runner import grade
+from grader.kata.catalog import get_kata
 from conftest import WRONG, write
 
 HANG = '''

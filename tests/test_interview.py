@@ -20,15 +20,16 @@ from fakes import PASS_MARK, fake_grade, fake_result
 from test_learner import run_kata
 
 from grader.cli import learner as cli_interview
-from grader.kata.catalog import all_katas, get_kata
 from grader.cli.main import main
-from grader.learner.debrief import render_debrief
-from grader.learner.interview import (MIX, InterviewError, Interview, InterviewKata, STATE_FILE, load_interview,
-                              pick_katas, pick_track, save_interview, summarise, verdict)
-from grader.learner.progress import FAILING, PASSING, KataProgress, record_grade
-from grader.kata import tracks
-from grader.kata.tracks import Track, TrackError, load_tracks, parse_tracks
 from grader.grading.runner import grade as real_grade  # bound before the autouse fixture replaces it
+from grader.kata import tracks
+from grader.kata.catalog import all_katas, get_kata
+from grader.kata.tracks import Track, TrackError, load_tracks, parse_tracks
+from grader.learner.debrief import render_debrief
+from grader.learner.interview import (MIX, STATE_FILE, Interview, InterviewError, InterviewKata,
+                                      load_interview, pick_katas, pick_track, save_interview, summarise,
+                                      verdict)
+from grader.learner.progress import FAILING, PASSING, KataProgress, record_grade
 
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=timezone.utc)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grader.grading.runner import grade
 from grader.kata import catalog
 from grader.kata.costexpr import CostExpressionError, evaluate
 from grader.kata.format import KataFormatError, load_kata, parse_kata
-from grader.grading.runner import grade
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -22,10 +22,10 @@ from click.testing import CliRunner
 from fakes import PASS_MARK, fake_grade, fake_result
 
 from grader.cli import learner as cli_interview
-from grader.kata.catalog import get_kata
 from grader.cli.main import main
+from grader.kata.catalog import get_kata
 from grader.learner.progress import (FAILING, FAST, NOT_STARTED, PASSING, load_record, record_grade,
-                             record_path, status_from_best)
+                                     record_path, status_from_best)
 from grader.learner.watch import countdown, watch_file
 
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=timezone.utc)

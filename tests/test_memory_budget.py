@@ -10,8 +10,8 @@ import torch
 
 from grader.judge import diagnose
 from grader.kata import memory_budget
-from grader.sandbox.guardbands import GUARD_BYTES, GuardedFactories
 from grader.kata.memory_budget import PeakMeter, human_bytes, judge, output_bytes
+from grader.sandbox.guardbands import GUARD_BYTES, GuardedFactories
 
 
 def test_within_the_budget_passes_and_over_it_says_by_how_much_and_why():

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grader.kata.catalog import get_kata
 from grader.judge.checker import Checker, load_spec
 from grader.judge.inputs import AGAIN, make_case_inputs
 from grader.judge.properties import judge
+from grader.kata.catalog import get_kata
 
 KATA = get_kata("dropout")
 TASK = KATA.tasks[0]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox import lockdown as sandbox
-from grader.kata.catalog import get_kata
 from grader.grading.runner import grade
+from grader.kata.catalog import get_kata
+from grader.sandbox import lockdown as sandbox
 
 KERNEL = '''
 import torch

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from grade_factory import H100, make_grade
+from grader.results.schema import GradeResult
 from grader.store import database as store
 from grader.store.handle import HandleError, resolve_handle
-from grader.results.schema import GradeResult
 
 TESTS = Path(__file__).parent
 

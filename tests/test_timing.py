@@ -44,9 +44,9 @@ class _KeepAt:
 def _vector_add_checker_and_args():
     import importlib.util
 
-    from grader.kata.catalog import get_kata
     from grader.judge.checker import Checker
     from grader.judge.inputs import make_case_inputs
+    from grader.kata.catalog import get_kata
 
     kata = get_kata("vector_add")
     task = kata.tasks[0]

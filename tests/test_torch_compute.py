@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grader.grading.runner import grade
 from grader.kata import catalog
 from grader.kata.allowed_ops import BASE_ALLOWED, HOST_READS, describe, effective_allowed
 from grader.kata.format import KataFormatError, parse_kata
-from grader.grading.runner import grade
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

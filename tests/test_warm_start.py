@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading import runner
-from grader.sandbox import lockdown as sandbox
-from grader.grading import warm_start
-from grader.kata.catalog import get_kata
+from grader.grading import runner, warm_start
 from grader.grading.runner import grade
+from grader.kata.catalog import get_kata
+from grader.sandbox import lockdown as sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reference" / "vector_add.py"

@@ -1,8 +1,8 @@
 """The learner's-loop and interview commands: hint, watch, reset, solution, interview *.
 
-Registered on the `kata` group by grader/cli/main.py. Like cli.py, this module only parses and
-formats: the work is in grader.learner.interview, grader.learner.hints, grader.learner.progress, grader.learner.watch.
-Grading goes through grader.grading.runner.grade, looked up at call time so tests can replace it.
+Registered on the `kata` group by grader.cli.main. Like it, this module only parses and formats:
+the work is in grader.learner (interview, hints, progress, watch). Grading goes through
+grader.grading.runner.grade, looked up at call time so tests can replace it.
 """
 
 from __future__ import annotations
@@ -17,27 +17,18 @@ from pathlib import Path
 import click
 from tabulate import tabulate
 
-from grader.learner import clock
+from grader.cli.common import EXIT_FAIL, complete_track, kata_or_exit, resolve_mode, track_or_exit, usage_error
 from grader.kata.format import DIFFICULTIES, KataFormatError
+from grader.learner import clock
 
 sleep = time.sleep  # the watch and countdown loops' pause; tests replace it
-
-
-def _cli():
-    # grader.cli.main imports this module to register the commands: import it lazily, not at the top.
-    from grader.cli import main as cli
-    return cli
-
-
-def _usage_error(message: str) -> None:
-    _cli()._usage_error(message)
 
 
 def _now() -> datetime:
     try:
         return clock.now()
     except ValueError as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
 
 
 def _local(moment: datetime) -> str:
@@ -50,9 +41,9 @@ def _kata_workspace(kata_name: str | None, directory: Path):
     try:
         return find_workspace(kata_name, directory)
     except (WorkspaceError, UnknownKataError) as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
     except KataFormatError as exc:
-        _usage_error(f"The kata '{kata_name}' is broken: {exc}")
+        usage_error(f"The kata '{kata_name}' is broken: {exc}")
 
 
 def _grade(kata, solution: Path, mode: str, timeout_s: float | None):
@@ -102,7 +93,7 @@ def hint(kata, directory):
     try:
         reveal = take_hint(k, workspace, _now())
     except RecordError as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
     if reveal.level == 0:
         click.echo(f"All {reveal.total} hints for {k.name} are taken; here they are again:\n")
         for number, text in enumerate(reveal.earlier, 1):
@@ -153,8 +144,8 @@ def watch_command(path, kata_name, interpret, gpu, timeout, interval):
     try:
         kata, solution = resolve(path, kata_name)
     except (WorkspaceError, UnknownKataError, KataFormatError) as exc:
-        _usage_error(str(exc))
-    mode = _cli()._resolve_mode(interpret, gpu)
+        usage_error(str(exc))
+    mode = resolve_mode(interpret, gpu)
     click.echo(f"Watching {solution} ({kata.name}, {mode} mode): grading on every save. Ctrl-C to stop.")
 
     def regrade():
@@ -185,7 +176,7 @@ def reset(kata, directory, yes):
     if solution.is_file() and not unchanged and not yes:
         if not click.confirm(f"Replace {solution} with the stub? (your file is kept as a backup)"):
             click.echo("Nothing changed.")
-            sys.exit(_cli().EXIT_FAIL)
+            sys.exit(EXIT_FAIL)
     done = reset_solution(k, workspace)
     if not done.changed:
         click.echo(f"{solution} already is the stub: nothing to do.")
@@ -209,7 +200,7 @@ def solution(kata, directory, force):
     from grader.learner.progress import RecordError, load_record, save_record, store_bests
     from grader.learner.workspace import WorkspaceError, find_workspace
 
-    k = _cli()._kata_or_exit(kata)
+    k = kata_or_exit(kata)
     try:
         _, workspace = find_workspace(kata, directory)
     except (WorkspaceError, UnknownKataError):
@@ -219,7 +210,7 @@ def solution(kata, directory, force):
         try:
             record = load_record(workspace, k.name)
         except RecordError as exc:
-            _usage_error(str(exc))
+            usage_error(str(exc))
     best = store_bests()[0].get(k.name)
     passed = bool(record and record.passed) or bool(best is not None and best.status == "pass")
     interview = interview_of_workspace(workspace) if workspace is not None else None
@@ -227,11 +218,11 @@ def solution(kata, directory, force):
     if in_interview and not force:
         click.echo(f"Error: an interview is running in {interview.folder}: --force shows the reference "
                    f"and scores {k.name} 0 in it.", err=True)
-        sys.exit(_cli().EXIT_FAIL)
+        sys.exit(EXIT_FAIL)
     if not passed and not force:
         click.echo(f"Error: pass {k.name} first (`kata grade`), or use --force: the reveal is then "
                    "recorded in the workspace.", err=True)
-        sys.exit(_cli().EXIT_FAIL)
+        sys.exit(EXIT_FAIL)
     if not passed or in_interview:
         if record is not None:
             if record.revealed_at is None:
@@ -255,11 +246,11 @@ def _load_interview(folder: Path | None):
     try:
         return load_interview(find_interview(folder or Path(".")))
     except InterviewError as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
 
 
 def _interview_katas(itv) -> dict:
-    return {k.name: _cli()._kata_or_exit(k.name) for k in itv.katas}
+    return {k.name: kata_or_exit(k.name) for k in itv.katas}
 
 
 def _track_pool(itv) -> list:
@@ -303,7 +294,7 @@ def _outcome_table(outcomes) -> str:
 
 
 @interview.command()
-@click.option("--track", "track_name", shell_complete=lambda *a: _cli()._complete_track(*a),
+@click.option("--track", "track_name", shell_complete=complete_track,
               help="Choose from this track (warmup, llm-training, llm-inference, fundamentals, all; "
                    "`kata list --track NAME`); then --minutes is a budget the katas must fit in.")
 @click.option("--minutes", type=click.IntRange(min=1),
@@ -328,12 +319,12 @@ def start(track_name, minutes, count, difficulty, topic, seed, folder):
     from grader.kata.catalog import all_katas
     from grader.learner.hints import HINT_COSTS
     from grader.learner.interview import (DEFAULT_COUNT, LATE_FACTOR, MIX, InterviewError, pick_katas,
-                                  pick_track, start_interview)
+                                          pick_track, start_interview)
     from grader.learner.progress import progress_by_kata
 
     given = (("track", track_name), ("difficulty", difficulty), ("topic", topic and shlex.quote(topic)),
              ("count", count), ("minutes", minutes))  # for the line that repeats the pick
-    track = _cli()._track_or_exit(track_name) if track_name else None
+    track = track_or_exit(track_name) if track_name else None
     by_track = track is not None or difficulty == MIX
     now = _now()
     seed = secrets.randbelow(1_000_000) if seed is None else seed
@@ -352,9 +343,9 @@ def start(track_name, minutes, count, difficulty, topic, seed, folder):
                               {"count": count, "difficulty": difficulty, "topic": topic,
                                "track": track.name if track else None})
     except KataFormatError as exc:
-        _usage_error(f"A kata is broken: {exc}")
+        usage_error(f"A kata is broken: {exc}")
     except InterviewError as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
     click.echo(f"Interview started in {folder}: {len(picked)} kata(s), {itv.minutes} min, "
                f"deadline {_local(itv.deadline)}.")
     if by_track:
@@ -401,7 +392,7 @@ def status(folder, watch):
     try:
         summary = summarise(itv, _interview_katas(itv), now)
     except RecordError as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
     click.echo(f"Interview in {itv.folder} (running).")
     click.echo(_time_left_line(itv, now) + "\n")
     click.echo(_outcome_table(summary.outcomes))
@@ -434,9 +425,9 @@ def submit(folder, interpret, gpu, timeout):
 
     itv = _load_interview(folder)
     if itv.status != RUNNING:
-        _usage_error(f"The interview in {itv.folder} was already {itv.status}: nothing to submit.")
+        usage_error(f"The interview in {itv.folder} was already {itv.status}: nothing to submit.")
     katas = _interview_katas(itv)
-    mode = _cli()._resolve_mode(interpret, gpu)
+    mode = resolve_mode(interpret, gpu)
     now = _now()
     click.echo(f"Grading {len(katas)} kata(s) ({mode} mode)...", err=True)
 
@@ -452,7 +443,7 @@ def submit(folder, interpret, gpu, timeout):
         summary = submit_interview(itv, katas, _grade, mode, now, timeout, on_graded=graded,
                                    pool=_track_pool(itv))
     except InterviewError as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
     click.echo("\n" + _outcome_table(summary.outcomes))
     click.echo(f"\nVerdict: {summary.verdict} ({summary.score:g} / 100). Rule: {summary.verdict_rule}")
     if summary.submitted_late:
@@ -471,14 +462,14 @@ def abandon(folder, yes):
 
     itv = _load_interview(folder)
     if itv.status != RUNNING:
-        _usage_error(f"The interview in {itv.folder} was already {itv.status}.")
+        usage_error(f"The interview in {itv.folder} was already {itv.status}.")
     if not yes and not click.confirm(f"Abandon the interview in {itv.folder}?"):
         click.echo("Nothing changed.")
-        sys.exit(_cli().EXIT_FAIL)
+        sys.exit(EXIT_FAIL)
     try:
         abandon_interview(itv, _now())
     except InterviewError as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
     click.echo(f"Abandoned the interview in {itv.folder}; the solutions are kept.")
 
 

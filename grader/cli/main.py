@@ -10,52 +10,16 @@ import click
 from tabulate import tabulate
 
 from grader import __version__
-from grader.kata.catalog import UnknownKataError, all_katas, get_kata
-from grader.cli.store import COMMANDS as RESULTS_COMMANDS, db_option, handle_option, record_or_warn
+from grader.cli.common import (EXIT_FAIL, EXIT_PASS, complete_kata, complete_track, kata_or_exit, resolve_mode,
+                               track_or_exit, usage_error)
+from grader.cli.learner import COMMANDS as LEARNER_COMMANDS  # hint, watch, reset, solution, interview
+from grader.cli.learner import after_grade
+from grader.cli.store import COMMANDS as STORE_COMMANDS  # history, export, import, leaderboard
+from grader.cli.store import db_option, db_path, handle_option, record_or_warn
+from grader.kata.catalog import UnknownKataError, all_katas
 from grader.kata.format import KataFormatError
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 MAX_LISTED = 5  # failing cases listed in the terminal summary
-
-
-def _usage_error(message: str) -> None:
-    click.echo(f"Error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
-
-
-def _kata_or_exit(name: str):
-    try:
-        return get_kata(name)
-    except UnknownKataError as exc:
-        _usage_error(str(exc))
-    except KataFormatError as exc:
-        _usage_error(f"The kata '{name}' is broken: {exc}")
-
-
-def _track_or_exit(name: str):
-    """The track NAME of katas/tracks.yaml, checked against the installed katas."""
-    from grader.kata.catalog import kata_dirs
-    from grader.kata.tracks import TrackError, UnknownTrackError, get_track
-    try:
-        return get_track(name, kata_dirs())
-    except UnknownTrackError as exc:
-        _usage_error(f"{exc} `kata list --track NAME` shows a track's katas (docs/INTERVIEW.md).")
-    except TrackError as exc:
-        _usage_error(f"The tracks file is broken: {exc}")
-
-
-def _complete_track(ctx, param, incomplete):
-    from grader.kata.catalog import kata_dirs
-    from grader.kata.tracks import TrackError, load_tracks
-    try:
-        return [name for name in load_tracks(kata_dirs()) if name.startswith(incomplete)]
-    except TrackError:
-        return []
-
-
-def _complete_kata(ctx, param, incomplete):
-    from grader.kata.catalog import kata_dirs
-    return [name for name in kata_dirs() if name.startswith(incomplete)]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -77,16 +41,16 @@ def main():
 @main.command("list")
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               help="Where your workspaces are, for status and best score (default: here).")
-@click.option("--track", "track_name", shell_complete=_complete_track,
+@click.option("--track", "track_name", shell_complete=complete_track,
               help="Only the katas of this interview track (warmup, llm-training, ...; docs/INTERVIEW.md).")
 def list_katas(directory, track_name):
     """Show the katas: difficulty, topics, time budget, your status and best score."""
     from grader.learner.progress import progress_by_kata
-    track = _track_or_exit(track_name) if track_name else None
+    track = track_or_exit(track_name) if track_name else None
     try:
         katas = all_katas()
     except KataFormatError as exc:
-        _usage_error(f"A kata is broken: {exc}")
+        usage_error(f"A kata is broken: {exc}")
     if track:
         katas = track.select(katas)
     progress, warnings = progress_by_kata(katas, directory)
@@ -103,22 +67,22 @@ def list_katas(directory, track_name):
 
 
 @main.command()
-@click.argument("kata", shell_complete=_complete_kata)
+@click.argument("kata", shell_complete=complete_kata)
 def show(kata):
     """Show a kata's statement, signature, tolerances, what PyTorch may do, and public cases."""
     from grader.results.report import render_workspace_readme
-    click.echo(render_workspace_readme(_kata_or_exit(kata)))
+    click.echo(render_workspace_readme(kata_or_exit(kata)))
 
 
 @main.command()
-@click.argument("kata", shell_complete=_complete_kata)
+@click.argument("kata", shell_complete=complete_kata)
 @click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Folder in which to create the KATA workspace folder.")
 @click.option("--force", is_flag=True, help="Replace an existing solution.py (a .bak copy is kept).")
 def new(kata, parent, force):
     """Scaffold DIR/KATA/solution.py (the stub) and DIR/KATA/README.md (the statement)."""
     from grader.learner.workspace import SolutionExistsError, scaffold
-    k = _kata_or_exit(kata)
+    k = kata_or_exit(kata)
     try:
         made = scaffold(k, parent, force=force)
     except SolutionExistsError as exc:
@@ -128,18 +92,6 @@ def new(kata, parent, force):
         click.echo(f"Saved your previous solution as {made.backup}")
     click.echo(f"Created {made.solution} and {made.readme}")
     click.echo(f"Next: edit {made.solution}, then run: kata grade {made.directory}")
-
-
-def _resolve_mode(interpret: bool, gpu: bool) -> str:
-    if interpret and gpu:
-        _usage_error("--interpret and --gpu exclude each other.")
-    if interpret:
-        return "interpret"
-    from grader.grading.cuda_probe import cuda_available
-    has_gpu = cuda_available()
-    if gpu and not has_gpu:
-        _usage_error("--gpu needs a CUDA GPU and torch sees none; grade with --interpret (correctness only).")
-    return "gpu" if (gpu or has_gpu) else "interpret"
 
 
 @main.command()
@@ -160,7 +112,7 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
 @click.option("--memory", "memory_gib", type=click.FloatRange(min=0.5),
               help="CPU memory limit in GiB for the submission's process tree (default: half the machine, 4-32 GiB).")
 @click.option("--seed", type=int, help="Fix the input seed (to reproduce a failure); default: a fresh secret one.")
-@click.option("--kata", "kata_name", shell_complete=_complete_kata,
+@click.option("--kata", "kata_name", shell_complete=complete_kata,
               help="Grade PATH against this kata, wherever the file is (default: the workspace's kata).")
 @handle_option
 @db_option
@@ -171,23 +123,23 @@ def _resolve_mode(interpret: bool, gpu: bool) -> str:
 def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going, memory_gib, seed,
           kata_name, handle, db, no_record, only_cases):
     """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
-    from grader.results.report import ReportFormatError, report_format, to_json, write_report
     from grader.grading.runner import grade as run_grade
     from grader.learner.workspace import WorkspaceError, resolve
+    from grader.results.report import ReportFormatError, report_format, to_json, write_report
     try:
         kata, solution = resolve(path, kata_name)
         if report:
             report_format(report)
     except (WorkspaceError, ReportFormatError, UnknownKataError, KataFormatError) as exc:
-        _usage_error(str(exc))
-    mode = _resolve_mode(interpret, gpu)
+        usage_error(str(exc))
+    mode = resolve_mode(interpret, gpu)
     if only_cases:
         from grader.grading.plan import build_plan
         from grader.grading.runner import select_cases
         try:
             select_cases(kata, build_plan(kata, mode), only_cases)
         except ValueError as exc:
-            _usage_error(str(exc))
+            usage_error(str(exc))
     if not as_json:
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
     progress = LiveProgress(kata) if not as_json and sys.stderr.isatty() else None
@@ -203,7 +155,6 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
     else:
         if not no_record:
             record_or_warn(result, db, handle)
-        from grader.cli.learner import after_grade
         after_grade(solution, result)  # the workspace's record: kata list, kata solution, interviews
     if report:
         write_report(result, report)
@@ -245,8 +196,7 @@ def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
     """What the submission must not write: the report and the results store (with its WAL files)."""
     paths = [report.resolve()] if report else []
     try:
-        from grader.cli.store import _db
-        store = Path(_db(db)).resolve()
+        store = Path(db_path(db)).resolve()
     except ImportError:  # no results store to protect
         return paths
     return paths + [store, store.with_name(store.name + "-wal"), store.with_name(store.name + "-shm")]
@@ -311,7 +261,7 @@ def _num(value) -> str:
 
 
 @main.command()
-@click.argument("katas", nargs=-1, shell_complete=_complete_kata)
+@click.argument("katas", nargs=-1, shell_complete=complete_kata)
 @click.option("--interpret", is_flag=True, help="Run on the CPU under the Triton interpreter.")
 @click.option("--gpu", is_flag=True, help="Run on the GPU (the default when CUDA is available).")
 @click.option("--json", "as_json", is_flag=True, help="Print every grade as JSON.")
@@ -320,8 +270,8 @@ def selftest(katas, interpret, gpu, as_json):
     import json
 
     from grader.grading.selftest import selftest as run_selftest
-    chosen = [_kata_or_exit(k) for k in katas] if katas else all_katas()
-    mode = _resolve_mode(interpret, gpu)
+    chosen = [kata_or_exit(k) for k in katas] if katas else all_katas()
+    mode = resolve_mode(interpret, gpu)
     results = run_selftest(chosen, mode)  # side by side; timing phases take turns
     if as_json:
         click.echo(json.dumps([{"kata": r.kata, "ok": r.ok, "reference": r.reference.to_dict(),
@@ -343,14 +293,5 @@ def selftest(katas, interpret, gpu, as_json):
     sys.exit(EXIT_PASS if all(r.ok for r in results) else EXIT_FAIL)
 
 
-for _command in RESULTS_COMMANDS:  # history, export, import, leaderboard
+for _command in (*STORE_COMMANDS, *LEARNER_COMMANDS):
     main.add_command(_command)
-
-
-def _register_learner_commands() -> None:
-    from grader.cli.learner import COMMANDS  # hint, watch, reset, solution, interview
-    for command in COMMANDS:
-        main.add_command(command)
-
-
-_register_learner_commands()

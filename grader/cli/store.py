@@ -1,20 +1,19 @@
 """`kata history`, `export`, `import` and `leaderboard`: the command line over the results store.
 
-Like cli.py, this only parses and formats; the work is in grader.store.database, grader.store.exchange and
-grader.store.leaderboard. Registered on the `kata` group in cli.py.
+Like grader.cli.main, this only parses and formats; the work is in grader.store (database,
+exchange, leaderboard). Registered on the `kata` group by grader.cli.main.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime
 from pathlib import Path
 
 import click
 from tabulate import tabulate
 
-EXIT_OK, EXIT_USAGE = 0, 2
+from grader.cli.common import usage_error
 
 DB_HELP = "The results store (default: KATA_DB, else results.sqlite in the user's data folder)."
 HANDLE_HELP = "Whose results (default: KATA_HANDLE, else `handle:` in the config file, else the OS user)."
@@ -36,12 +35,8 @@ def handle_option(function):
     return click.option("--handle", callback=_check_handle, help=HANDLE_HELP)(function)
 
 
-def _usage_error(message: str) -> None:
-    click.echo(f"Error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
-
-
-def _db(db: Path | None) -> Path:
+def db_path(db: Path | None) -> Path:
+    """The results store's file: --db, else the default (KATA_DB, else the user's data folder)."""
     from grader.store.database import default_db_path
     return db or default_db_path()
 
@@ -51,7 +46,7 @@ def _handle_or_exit(handle: str | None) -> str:
     try:
         return resolve_handle(handle)
     except HandleError as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
 
 
 def record_or_warn(result, db: Path | None, handle: str | None, mode_label: str | None = None) -> int | None:
@@ -60,7 +55,7 @@ def record_or_warn(result, db: Path | None, handle: str | None, mode_label: str 
     from grader.store.handle import HandleError
     try:
         from grader.store.database import StoreError, record_grade
-        path = _db(db)
+        path = db_path(db)
     except ImportError as exc:  # the store is optional to a grade
         click.echo(f"Warning: this grade was not recorded: the results store is unavailable ({exc})", err=True)
         return None
@@ -92,7 +87,7 @@ def _store_call(function, *args, **kwargs):
     try:
         return function(*args, **kwargs)
     except StoreError as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
 
 
 @click.command()
@@ -103,7 +98,7 @@ def history(kata, handle, db):
     """Your graded attempts over time (all katas, or KATA), then your best per kata."""
     from grader.store.database import attempts, best_by_kata
     who = _handle_or_exit(handle)
-    path = _db(db)
+    path = db_path(db)
     rows = _store_call(attempts, path, kata=kata, handle=who)
     if not rows:
         what = f" for {kata}" if kata else ""
@@ -132,10 +127,10 @@ def history(kata, handle, db):
 @db_option
 def export_results(out, kata, handle, everyone, db):
     """Your results as one JSON file (format: docs/STORE.md), to merge elsewhere with `kata import`."""
-    from grader.store.exchange import export_document
     from grader.store.database import stored_grades
+    from grader.store.exchange import export_document
     who = _handle_or_exit(handle)
-    grades = _store_call(stored_grades, _db(db), kata=kata, handle=who, everyone=everyone)
+    grades = _store_call(stored_grades, db_path(db), kata=kata, handle=who, everyone=everyone)
     text = json.dumps(export_document(grades, who), indent=1, ensure_ascii=True) + "\n"
     if out is None:
         click.echo(text, nl=False)
@@ -144,7 +139,7 @@ def export_results(out, kata, handle, everyone, db):
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
     except OSError as exc:
-        _usage_error(f"Cannot write {out}: {exc}")
+        usage_error(f"Cannot write {out}: {exc}")
     whose = "everyone's" if everyone else f"{who}'s"
     click.echo(f"Exported {len(grades)} of {whose} results to {out}", err=True)
 
@@ -158,8 +153,8 @@ def import_results(files, db):
     Every file is checked first; if any is malformed or inconsistent, nothing is imported.
     Results already in the store are skipped, so importing a file twice adds nothing.
     """
-    from grader.store.exchange import ExchangeError, read_results_file
     from grader.store.database import ImportConflictError, StoreError, import_grades
+    from grader.store.exchange import ExchangeError, read_results_file
     grades, problems = [], []
     for path in files:
         try:
@@ -167,14 +162,14 @@ def import_results(files, db):
         except ExchangeError as exc:
             problems.append(str(exc))
     if problems:
-        _usage_error("nothing was imported (the store is unchanged):\n  " + "\n  ".join(problems))
-    path = _db(db)
+        usage_error("nothing was imported (the store is unchanged):\n  " + "\n  ".join(problems))
+    path = db_path(db)
     try:
         summary = import_grades(path, grades)
     except ImportConflictError as exc:
-        _usage_error(f"{exc} Nothing was imported (the store is unchanged).")
+        usage_error(f"{exc} Nothing was imported (the store is unchanged).")
     except StoreError as exc:
-        _usage_error(str(exc))
+        usage_error(str(exc))
     click.echo(f"Imported {summary.added} new result(s) from {len(files)} file(s) into {path}"
                + (f"; {summary.already_present} were already there." if summary.already_present else "."))
 
@@ -188,20 +183,20 @@ def import_results(files, db):
 def leaderboard(kata, device, out_dir, db):
     """Write leaderboard.html and leaderboard.md from everyone's recorded results: per device,
     per kata (score, then speedup; best per person) and overall (sum of best scores)."""
-    from grader.store.leaderboard import build_leaderboard, write_leaderboard
     from grader.store.database import attempts
-    everything = _store_call(attempts, _db(db), everyone=True)
+    from grader.store.leaderboard import build_leaderboard, write_leaderboard
+    everything = _store_call(attempts, db_path(db), everyone=True)
     board = build_leaderboard(everything, kata=kata, device=device)
     if board.empty and (kata or device):
         katas = sorted({a.kata for a in everything}) or ["none"]
         devices = sorted({a.device or "unknown device" for a in everything}) or ["none"]
-        _usage_error(f"No recorded results match{' kata ' + kata if kata else ''}"
+        usage_error(f"No recorded results match{' kata ' + kata if kata else ''}"
                      f"{' device ' + repr(device) if device else ''}. Katas with results: "
                      f"{', '.join(katas)}; devices: {', '.join(devices)}.")
     try:
         written = write_leaderboard(board, out_dir)
     except OSError as exc:
-        _usage_error(f"Cannot write the leaderboard into {out_dir}: {exc}")
+        usage_error(f"Cannot write the leaderboard into {out_dir}: {exc}")
     people = {e.handle for b in board.boards for e in b.overall}
     if board.correctness:
         people |= {r.handle for r in board.correctness.rows}

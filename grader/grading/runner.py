@@ -24,17 +24,17 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from grader import __version__
-from grader.timing import ceilings as ceilings_cache
-from grader.judge import diagnose
 from grader.grading import warm_start
+from grader.grading.plan import PlannedCase, build_plan
+from grader.judge import diagnose
+from grader.kata.format import Kata
+from grader.paths import package_dir
+from grader.results.schema import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult, Mismatch,
+                                   TaskResult)
+from grader.results.scoring import PASS_CAP, geomean, meets_thresholds, score, summarise_task, tasks_correct
 from grader.sandbox import watchdog
 from grader.sandbox.control import Referee
-from grader.kata.format import Kata
-from grader.grading.plan import PlannedCase, build_plan
-from grader.results.schema import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult,
-                            Mismatch, TaskResult)
-from grader.results.scoring import (PASS_CAP, geomean, meets_thresholds, score, summarise_task,
-                             tasks_correct)
+from grader.timing import ceilings as ceilings_cache
 
 OUTPUT_LIMIT = 8000  # characters of the submission's stdout/stderr kept in a report
 OUTPUT_CAP_BYTES = 8 << 20  # printing more than this ends the grade
@@ -128,7 +128,7 @@ def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
     env["TMPDIR"] = str(tmp)  # compilers' scratch files stay inside the grade's folder
     if mode == "interpret":
         env["TRITON_INTERPRET"] = "1"
-    package_parent = str(Path(__file__).resolve().parent.parent)
+    package_parent = str(package_dir().parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     # torch.compile off: a compiled function runs eagerly, where the op recorder sees its ops
@@ -222,7 +222,7 @@ def _start_worker(request_path: Path, workdir: Path, env: dict, output, control:
     if forked is not None:
         return forked
     return subprocess.Popen(
-        [sys.executable, "-m", "grader.sandbox.worker", str(request_path)],
+        [sys.executable, "-m", warm_start.ROLE_MODULES["worker"], str(request_path)],
         cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
         start_new_session=True, pass_fds=(control.fileno(),))
 
@@ -303,8 +303,8 @@ class _ServiceJudge:
             return
         for fd in (asks_r, asks_w, answers_r, answers_w):
             os.close(fd)
-        self.proc = subprocess.Popen([sys.executable, "-m", "grader.judge.checker", str(request_path)],
-                                     env=env, cwd=tmp_path,
+        self.proc = subprocess.Popen([sys.executable, "-m", warm_start.ROLE_MODULES["checker"],
+                                      str(request_path)], env=env, cwd=tmp_path,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True)
 

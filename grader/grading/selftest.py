@@ -10,11 +10,11 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from grader.grading.runner import grade
 from grader.kata import limits
-from grader.sandbox.control import GpuTurns
 from grader.kata.format import Kata
 from grader.results.schema import PASS, GradeResult
-from grader.grading.runner import grade
+from grader.sandbox.control import GpuTurns
 
 # Grades at once: each is a worker, a checker and their compilers (Triton compiles on the CPU).
 PARALLEL = max(1, min(4, (os.cpu_count() or 2) // 2))

@@ -31,10 +31,16 @@ import sys
 import time
 from pathlib import Path
 
+from grader.paths import package_dir
+
 ENV_SWITCH = "KATA_WARM_START"
 IDLE_S = 600.0
 CONNECT_TIMEOUT_S = 5.0
-ROLES = ("worker", "checker")
+# The grader's two roles the server forks, and the module each runs as without it (`python -m`).
+ROLE_MODULES = {"worker": "grader.sandbox.worker", "checker": "grader.judge.checker"}
+ROLES = tuple(ROLE_MODULES)
+# In a wheel the data folders sit inside the package: their .py files are katas, not the grader.
+DATA_FOLDERS = ("katas", "reference", "templates")
 MAX_MESSAGE = 1 << 20
 FD_PARKING = 100  # received descriptors wait above this while the low numbers are laid out
 # Variables read while torch and triton import (or that change what imports): part of the key.
@@ -89,16 +95,26 @@ class _SocketAddress:
 
 def server_key(env: dict[str, str]) -> str:
     """A digest of what the server's imported state depends on."""
-    package = Path(__file__).resolve().parent
+    package = package_dir()
     digest = hashlib.sha256()
     digest.update(sys.executable.encode() + b"\0" + str(package).encode() + b"\0")
-    for path in sorted(package.glob("*.py")):
+    for path in _code_files(package):
         info = path.stat()
-        digest.update(f"{path.name}:{info.st_mtime_ns}:{info.st_size}\0".encode())
+        digest.update(f"{path.relative_to(package)}:{info.st_mtime_ns}:{info.st_size}\0".encode())
     for name in sorted(env):
         if name.startswith(KEY_PREFIXES) and name not in KEY_IGNORED:
             digest.update(f"{name}={env[name]}\0".encode())
     return digest.hexdigest()[:16]
+
+
+def _code_files(package: Path) -> list[Path]:
+    """Every .py file of the grader package, in its subpackages too (not the katas' data)."""
+    found = []
+    for folder, subfolders, files in os.walk(package):
+        subfolders[:] = [d for d in subfolders if d != "__pycache__"
+                         and not (folder == str(package) and d in DATA_FOLDERS)]
+        found += [Path(folder, name) for name in files if name.endswith(".py")]
+    return sorted(found)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,8 +181,8 @@ def _alive(pid: int) -> bool:
 
 def spawn(role: str, request_path: Path, *, cwd: Path, env: dict[str, str], fds: dict[int, int],
           new_session: bool) -> ForkedProcess | None:
-    """Have the warm server fork `role` (python -m grader.ROLE REQUEST) with this working folder,
-    environment and file descriptors ({number in the child: descriptor here}). None when the
+    """Have the warm server fork `role` (`python -m ROLE_MODULES[role] REQUEST`) with this working
+    folder, environment and file descriptors ({number in the child: descriptor here}). None when the
     warm start is off or no server answers (one is then started in the background for next
     time): the caller starts the process itself."""
     if not enabled() or role not in ROLES:
@@ -210,7 +226,7 @@ def _start_server(path: Path, env: dict[str, str]) -> None:
         lock.touch()
     except OSError:
         return
-    package_parent = str(Path(__file__).resolve().parent.parent)
+    package_parent = str(package_dir().parent)
     server_env = dict(env)
     server_env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     server_env.pop("TMPDIR", None)
@@ -355,7 +371,7 @@ def _close_all_but(keep: set[int]) -> None:
 
 def _become(request: dict, fds: list[int]) -> int:
     """In the forked child: take on the request's session, folder, environment and descriptors,
-    then run the role as `python -m grader.ROLE REQUEST` would."""
+    then run the role as `python -m ROLE_MODULES[role] REQUEST` would."""
     import fcntl
     import io
     import tempfile
@@ -377,7 +393,7 @@ def _become(request: dict, fds: list[int]) -> int:
     os.environ.update(request["env"])
     tempfile.tempdir = None  # TMPDIR is the grade's own
     sys.path[0] = os.getcwd()  # as for `python -m` started in that folder
-    sys.argv = [f"-m grader.{request['role']}", request["request"]]
+    sys.argv = [f"-m {ROLE_MODULES[request['role']]}", request["request"]]
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True, line_buffering=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True, line_buffering=True)

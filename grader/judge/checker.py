@@ -23,14 +23,13 @@ from pathlib import Path
 
 import torch
 
-from grader.judge import diagnose
-from grader.judge import handover
-from grader.judge.value_diagnosis import analyse
+from grader.judge import diagnose, handover
 from grader.judge.compare import compare_values
 from grader.judge.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
+from grader.judge.properties import judge as judge_property
+from grader.judge.value_diagnosis import analyse
 from grader.kata.format import Kata, load_kata
 from grader.timing.perturb import replay
-from grader.judge.properties import judge as judge_property
 
 DOWNGRADES = (torch.bfloat16, torch.float16)
 

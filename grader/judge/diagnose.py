@@ -235,9 +235,3 @@ def hidden_only(cases) -> tuple[Diagnosis, list] | None:
             names.append(c.name)
     return Diagnosis("hidden_cases_fail", "passes the public cases but fails hidden edge cases: "
                      + ", ".join(names)), failed
-
-
-def analyse(*args, **kwargs) -> Diagnosis:
-    """grader.judge.value_diagnosis.analyse, imported on first use (it needs torch)."""
-    from grader.judge.value_diagnosis import analyse as analyse_values
-    return analyse_values(*args, **kwargs)

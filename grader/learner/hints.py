@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from grader.learner.clock import format_time
 from grader.kata.format import Kata
+from grader.learner.clock import format_time
 from grader.learner.progress import load_record, save_record
 
 HINT_LABELS = ("nudge", "approach", "near-solution")

@@ -15,13 +15,13 @@ from itertools import chain, cycle, repeat
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from grader.kata.format import DIFFICULTIES, Kata
+from grader.kata.tracks import Track
 from grader.learner.clock import format_time, parse_time
 from grader.learner.hints import HINT_COSTS, hint_cost
-from grader.kata.format import DIFFICULTIES, Kata
 from grader.learner.progress import (FAILING, NOT_STARTED, KataProgress, RecordError, load_record,
-                             record_grade, write_json_atomic)
+                                     record_grade, write_json_atomic)
 from grader.results.schema import PASS, GradeResult
-from grader.kata.tracks import Track
 
 STATE_FILE = "interview.json"
 SCHEMA = "triton-kata/interview/1"

@@ -21,8 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from grader.learner.clock import format_time
 from grader.kata.format import Kata
+from grader.learner.clock import format_time
 from grader.results.schema import PASS, GradeResult
 
 RECORD_DIR = ".kata"

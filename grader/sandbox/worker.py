@@ -30,19 +30,17 @@ import torch
 import triton
 
 from grader.judge import handover
-from grader.sandbox import integrity
-from grader.sandbox import launches
-from grader.kata import memory_budget
-from grader.sandbox import lockdown as sandbox
-from grader.kata.allowed_ops import describe, effective_allowed
-from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
-from grader.timing.ceilings import cache_key
 from grader.judge.compare import check_tensor_type
-from grader.sandbox.guardbands import GuardedFactories, guarded_copy
-from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
 from grader.judge.inputs import AGAIN, case_seed, flatten, make_case_inputs, output_dtype
+from grader.kata import memory_budget
+from grader.kata.allowed_ops import describe, effective_allowed
 from grader.kata.format import load_kata
 from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
+from grader.sandbox import integrity, launches, lockdown
+from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
+from grader.sandbox.guardbands import GuardedFactories, guarded_copy
+from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
+from grader.timing.ceilings import cache_key
 from grader.timing.timer import floor_ms, measure_ceilings, slow_first_calls, time_pair
 
 FATAL_CUDA_MARKERS = ("CUDA error", "illegal memory access", "illegal instruction",
@@ -279,7 +277,7 @@ class CaseRunner:
         meter = meter or memory_budget.PeakMeter(active=False)
         factories = GuardedFactories(pause=meter.excluded)
         threads_before = set(threading.enumerate())
-        violations_before = len(sandbox.violations)
+        violations_before = len(lockdown.violations)
         stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
         launches.log.start(stream)
         error = None
@@ -299,15 +297,15 @@ class CaseRunner:
             launches.log.stop()
         if seen:
             raise CaseProblem(f"called a forbidden op: {seen[0]} is forbidden in this kata", "forbidden_op")
-        if len(sandbox.violations) > violations_before:
-            raise CaseProblem(f"the sandbox refused {sandbox.violations[-1]}: a submission may not "
+        if len(lockdown.violations) > violations_before:
+            raise CaseProblem(f"the sandbox refused {lockdown.violations[-1]}: a submission may not "
                               "start processes", "sandbox_violation")
         if error is not None:
             text = user_traceback(error, self.submission)
             if is_cuda_fault(error):
                 raise FatalCudaError(text)
             if isinstance(error, torch.OutOfMemoryError) and self.device == "cuda":
-                text += (f"\n(A submission may use at most {100 * sandbox.gpu_memory_fraction:.0f}% "
+                text += (f"\n(A submission may use at most {100 * lockdown.gpu_memory_fraction:.0f}% "
                          "of the GPU's memory.)")
             raise CaseProblem(f"{self.task.name} raised an exception:\n{text}", status="error")
         self._check_integrity()
@@ -512,16 +510,16 @@ def _describe(value) -> str:
 
 def _lock_down(request: dict, device: str) -> dict:
     """The sandbox, in force from here on for this process and its children."""
-    sandbox.refuse_processes()
+    lockdown.refuse_processes()
     status = {"processes": "refused (fork, exec, spawn); compiler tools allowed"}
     if device == "cuda":
-        sandbox.limit_gpu_memory(request["gpu_memory_fraction"])
+        lockdown.limit_gpu_memory(request["gpu_memory_fraction"])
         status["gpu_memory_fraction"] = request["gpu_memory_fraction"]
     grade_dir = Path(request["grade_dir"])
     if os.environ.get("KATA_SANDBOX_NO_LANDLOCK"):  # a test hook: behave as on an older kernel
         problem = "disabled by KATA_SANDBOX_NO_LANDLOCK"
     else:
-        problem = sandbox.restrict_writes(sandbox.writable_paths(grade_dir))
+        problem = lockdown.restrict_writes(lockdown.writable_paths(grade_dir))
     status["filesystem"] = "writes confined to the grade's folder and compiler caches" if problem is None \
         else f"not restricted ({problem})"
     status["filesystem_restricted"] = problem is None

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from grader import __version__
-from grader.store.handle import resolve_handle
 from grader.paths import data_dir
 from grader.results.schema import GradeResult
+from grader.store.handle import resolve_handle
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process's transaction

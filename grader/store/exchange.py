@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from grader import __version__
-from grader.store.handle import HANDLE_PATTERN
 from grader.store.database import LABEL_PATTERN, StoredGrade, utc_now
+from grader.store.handle import HANDLE_PATTERN
 
 SCHEMA = "triton-kata/results/1"
 SCHEMA_PREFIX = "triton-kata/results/"

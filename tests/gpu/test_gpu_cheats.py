@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
 from grader.timing.perturb import replay
-from grader.grading.runner import grade
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -146,8 +146,8 @@ def vector_add(x, y):
 
 
 def test_short_kernels_are_timed_by_graph_replay():
-    from grader.timing import timer as timing
     from grader.kata.catalog import get_kata as kata
+    from grader.timing import timer as timing
 
     import importlib.util
     spec = importlib.util.spec_from_file_location("ref_vector_add", kata("vector_add").reference_path)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.kata import catalog
 from grader.grading.runner import grade
+from grader.kata import catalog
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
