@@ -17,7 +17,8 @@ from pathlib import Path
 import click
 from tabulate import tabulate
 
-from grader.cli.common import EXIT_FAIL, complete_track, kata_or_exit, resolve_mode, track_or_exit, usage_error
+from grader.cli.common import (EXIT_FAIL, complete_track, kata_or_exit, resolve_mode, track_or_exit,
+                               usage_error)
 from grader.kata.format import DIFFICULTIES, KataFormatError
 from grader.learner import clock
 

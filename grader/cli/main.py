@@ -10,8 +10,8 @@ import click
 from tabulate import tabulate
 
 from grader import __version__
-from grader.cli.common import (EXIT_FAIL, EXIT_PASS, complete_kata, complete_track, kata_or_exit, resolve_mode,
-                               track_or_exit, usage_error)
+from grader.cli.common import (EXIT_FAIL, EXIT_PASS, complete_kata, complete_track, kata_or_exit,
+                               resolve_mode, track_or_exit, usage_error)
 from grader.cli.learner import COMMANDS as LEARNER_COMMANDS  # hint, watch, reset, solution, interview
 from grader.cli.learner import after_grade
 from grader.cli.store import COMMANDS as STORE_COMMANDS  # history, export, import, leaderboard

@@ -1,9 +1,9 @@
 """Grading a submission: spawn the worker, watch it, check its outputs, turn it all into results.
 
 The submission never runs in this process: a crash, hang, os._exit or CUDA fault ends only the
-worker, and what the worker reported before that is kept. The watchdog (grader.sandbox.watchdog) holds
-the worker to its limits from outside; the checker (grader.judge.checker), which never imports the
-submission, decides whether the values it produced are right.
+worker, and what the worker reported before that is kept. The watchdog (grader.sandbox.watchdog)
+holds the worker to its limits from outside; the checker (grader.judge.checker), which never imports
+the submission, decides whether the values it produced are right.
 """
 
 from __future__ import annotations
@@ -214,7 +214,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
 
 
 def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
-    """The worker: forked by the warm start when it runs (grader.grading.warm_start), else a fresh Python."""
+    """The worker: forked by the warm start when it runs (grader.grading.warm_start), else a fresh
+    Python."""
     with open(os.devnull, "rb") as devnull:
         forked = warm_start.spawn("worker", request_path, cwd=workdir, env=env, new_session=True,
                                   fds={0: devnull.fileno(), 1: output.fileno(), 2: output.fileno(),

@@ -4,13 +4,13 @@ here, in a process that never imports the submission.
 The worker (which does import it) only runs the calls and saves what they returned; it decides
 nothing about values. The checker draws the same inputs from the grade's seed (grader.judge.inputs),
 computes the reference, takes the outputs the worker handed over (grader.judge.handover: CUDA IPC
-handles, or files loaded with weights_only=True, so no submission code can run here) and
-compares them. A failing output gets a diagnosis (grader.judge.diagnose: what was seen, and the likely
-bug); the one cheat the values can prove is cached results (outputs that are copies of the
-result of earlier inputs).
+handles, or files loaded with weights_only=True, so no submission code can run here) and compares
+them. A failing output gets a diagnosis (grader.judge.diagnose: what was seen, and the likely bug);
+the one cheat the values can prove is cached results (outputs that are copies of the result of
+earlier inputs).
 
-Run in the parent for CPU grades, and as `python -m grader.judge.checker REQUEST.json` for GPU grades
-(so the command-line process never holds a CUDA context), answering the parent case by case
+Run in the parent for CPU grades, and as `python -m grader.judge.checker REQUEST.json` for GPU
+grades (so the command-line process never holds a CUDA context), answering the parent case by case
 while the worker runs.
 """
 

@@ -1,8 +1,8 @@
 """A case's inputs, drawn from the grade's seed: the worker and the checker draw the same ones.
 
 Each draw is named by a salt: "" for the checked call, "/again" for the repeat call on the same
-buffers, "/timing<i>" for the timed input sets (changed before every timed call: grader.timing.perturb),
-"/limit" for the baseline run that sets a case's time limit.
+buffers, "/timing<i>" for the timed input sets (changed before every timed call:
+grader.timing.perturb), "/limit" for the baseline run that sets a case's time limit.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """What PyTorch may do while a submission's entry function runs (the `torch_compute` rule).
 
-The outputs must be computed by the submission's Triton kernels. PyTorch may allocate tensors,
-fill them with a constant, take views and change metadata, and copy tensors on their device
-(layout and dtype copies); nothing else that computes on tensor data. A kata may allow more
-(kata.yaml `allowed_ops`) and its `forbidden` list always wins. grader/sandbox/guards.py enforces it;
-this module only names the ops, without importing torch, so `kata show` and kata.py can use it.
+The outputs must be computed by the submission's Triton kernels. PyTorch may allocate tensors, fill
+them with a constant, take views and change metadata, and copy tensors on their device (layout and
+dtype copies); nothing else that computes on tensor data. A kata may allow more (kata.yaml
+`allowed_ops`) and its `forbidden` list always wins. grader/sandbox/guards.py enforces it; this
+module only names the ops, without importing torch, so `kata show` and grader.kata.format can use
+it.
 
 Names are aten overload packets as the dispatcher sees them (`aten.exp`, not `torch.exp`), plus
 a few Python-level ways of reading tensor values on the host (`Tensor.numpy`, ...).

@@ -22,8 +22,8 @@ budget fails with the diagnosis `memory_budget`: too much memory is a design fla
 The Triton interpreter runs on the CPU, which has no peak-memory counter: there the check is
 skipped (the workspace README says the budget is checked on a GPU only).
 
-This module imports torch only inside the meter, so that grader.kata.format (which parses the budget)
-stays free of it.
+This module imports torch only inside the meter, so that grader.kata.format (which parses the
+budget) stays free of it.
 """
 
 from __future__ import annotations

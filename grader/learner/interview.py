@@ -1,9 +1,9 @@
 """Timed mock interviews: pick katas, scaffold them into one folder, keep the clock, score the end.
 
-The interview's state is one JSON file in its folder (interview.json), so it survives closing
-the terminal; each kata's workspace in that folder keeps its own record of grades and hints
-(grader.learner.progress). Every function that depends on the time takes `now`. The rules (hint costs,
-lateness, verdict) are documented in docs/INTERVIEW.md; the constants below are their source.
+The interview's state is one JSON file in its folder (interview.json), so it survives closing the
+terminal; each kata's workspace in that folder keeps its own record of grades and hints
+(grader.learner.progress). Every function that depends on the time takes `now`. The rules (hint
+costs, lateness, verdict) are documented in docs/INTERVIEW.md; the constants below are their source.
 """
 
 from __future__ import annotations

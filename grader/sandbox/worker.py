@@ -1,13 +1,14 @@
 """The grading worker: a child process that imports the submission and runs the planned cases.
 
-Started by grader.grading.runner as `python -m grader.sandbox.worker REQUEST.json`. Before the submission is
-imported it measures the device, snapshots the grader (grader.sandbox.integrity), wraps Triton's launch
-methods (grader.sandbox.launches) and locks itself down (grader.sandbox.lockdown). Then, per case, it calls the
-submission twice (fresh inputs, then new contents in the same buffers), checks what only a live
-process can see (exceptions, forbidden ops, kernel launches, threads and streams, output types,
-aliasing, changed inputs, guard bands) and saves the outputs; whether the values are right is
-decided by grader.judge.checker, which never imports the submission. On a GPU it then times the
-submission against the baseline (grader.timing.timer) and saves the outputs of sampled timed calls.
+Started by grader.grading.runner as `python -m grader.sandbox.worker REQUEST.json`. Before the
+submission is imported it measures the device, snapshots the grader (grader.sandbox.integrity),
+wraps Triton's launch methods (grader.sandbox.launches) and locks itself down
+(grader.sandbox.lockdown). Then, per case, it calls the submission twice (fresh inputs, then new
+contents in the same buffers), checks what only a live process can see (exceptions, forbidden ops,
+kernel launches, threads and streams, output types, aliasing, changed inputs, guard bands) and saves
+the outputs; whether the values are right is decided by grader.judge.checker, which never imports
+the submission. On a GPU it then times the submission against the baseline (grader.timing.timer) and
+saves the outputs of sampled timed calls.
 
 It reports through a results file named in the request, one JSON event per line, flushed as it
 goes, so the parent knows how far it got if the submission crashes or hangs the process. The
@@ -632,8 +633,8 @@ def _import_path(name: str, path: Path):
 
 
 def run_process(request_path: str) -> int:
-    """The worker process's whole life (`python -m grader.sandbox.worker REQUEST`, or forked by the warm
-    start): the exit code is 0 unless the process died first; what happened is in the events."""
+    """The worker process's whole life (`python -m grader.sandbox.worker REQUEST`, or forked by the
+    warm start): the exit code is 0 unless the process died first; what happened is in the events."""
     try:
         code = main(request_path)
     except Exception:  # noqa: BLE001 - a fault of the grader or the kata, not of the submission
