@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "grader"
-FOUNDATION = {"grader", "grader.paths", "grader.__main__"}  # the package's root: anyone may import it
+FOUNDATION = {"grader", "grader.paths"}  # the root's modules that every package may import
 
 
 def module_name(path: Path) -> str:
@@ -34,21 +34,22 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=None)
 def sources() -> dict[str, tuple[Path, ast.Module]]:
     return {module_name(path): (path, ast.parse(path.read_text(), str(path)))
             for path in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in path.parts}
 
 
-def subpackages() -> list[str]:
-    return sorted(name for name, (path, _) in sources().items() if path.name == "__init__.py" and name != "grader")
+@lru_cache(maxsize=None)
+def subpackages() -> tuple[str, ...]:
+    return tuple(sorted(name for name, (path, _) in sources().items()
+                        if path.name == "__init__.py" and name != "grader"))
 
 
 def package_of(module: str) -> str:
-    """grader.judge.checker -> grader.judge; the root's own modules -> grader."""
-    if module in FOUNDATION:
-        return "grader"
-    return ".".join(module.split(".")[:2])
+    """grader.judge.checker -> grader.judge; the root's own modules (grader.paths) -> grader."""
+    package = ".".join(module.split(".")[:2])
+    return package if package in subpackages() else "grader"
 
 
 def _resolve(name: str) -> str | None:
@@ -73,11 +74,14 @@ def imports(module: str) -> frozenset[str]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
-            if node.level:
-                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in sources() else base for alias in node.names]
+            if node.level:  # relative: `from . import x`, `from ..judge import y`
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in sources() else base
+                     for alias in node.names]
         elif (isinstance(node, ast.Call) and _dotted(node.func) in ("importlib.import_module", "import_module")
-              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+              and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)):
             names = [node.args[0].value]
         found.update(m for m in map(_resolve, names) if m is not None and m != module)
     return frozenset(found)
@@ -99,7 +103,8 @@ def _calls_by_function(tree: ast.Module) -> dict[ast.AST | None, list[ast.Call]]
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Call):
                 found.setdefault(function, []).append(child)
-            visit(child, child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else function)
+            scope = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            visit(child, child if scope else function)
 
     visit(tree, None)
     return found
@@ -162,6 +167,7 @@ def test_nothing_the_judge_imports_is_the_sandboxs():
 
 LOADS_CODE = ("__import__", "exec", "eval", "import_module", "run_path", "run_module", "load_module",
               "module_from_spec", "exec_module", "spec_from_file_location")
+SPEC_LOADING = ("spec_from_file_location", "module_from_spec", "exec_module")
 
 
 def test_the_judge_loads_no_code_but_a_katas_spec():
@@ -183,11 +189,10 @@ def test_the_judge_loads_no_code_but_a_katas_spec():
                 last = name.rpartition(".")[2]
                 if name.startswith(("pickle.", "marshal.", "dill.")):
                     problems.append(where)
-                elif name == "torch.load" and not any(k.arg == "weights_only" and getattr(k.value, "value", None) is True
-                                                      for k in call.keywords):
+                elif name == "torch.load" and not any(
+                        k.arg == "weights_only" and getattr(k.value, "value", None) is True for k in call.keywords):
                     problems.append(where + " without weights_only=True")
-                elif last in LOADS_CODE and not (loads_a_spec and last in ("spec_from_file_location",
-                                                                           "module_from_spec", "exec_module")):
+                elif last in LOADS_CODE and not (loads_a_spec and last in SPEC_LOADING):
                     problems.append(where)
     problems = sorted(set(problems))
     assert not problems, "the judge loads code other than a kata's spec:\n" + "\n".join(problems)
@@ -210,15 +215,15 @@ def test_each_package_imports_only_what_its_docstring_allows():
         package = package_of(module)
         if package == "grader":
             continue
-        permitted = allowed(package) | {package, "grader"}
+        permitted = allowed(package) | {package}
         wrong += [f"{module} -> {target}" for target in sorted(imports(module))
-                  if package_of(target) not in permitted]
+                  if package_of(target) not in permitted and target not in FOUNDATION]
     assert not wrong, "imports its package's docstring does not allow:\n" + "\n".join(wrong)
 
 
 def test_the_foundation_imports_no_package():
-    for module in FOUNDATION - {"grader.__main__"}:
-        assert {package_of(m) for m in imports(module)} <= {"grader"}, module
+    for module in FOUNDATION:
+        assert imports(module) <= FOUNDATION, module
 
 
 def test_no_import_cycles_between_modules():
@@ -240,31 +245,30 @@ def test_package_inits_hold_only_their_docstring():
 
 
 def test_pyproject_ships_every_subpackage():
-    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    assert set(subpackages()) <= set(listed), sorted(set(subpackages()) - set(listed))
-    assert {p for p in listed if p.count(".") == 1 and (PACKAGE / p.split(".")[1]).is_dir()
-            and p.split(".")[1] not in ("katas", "reference", "templates")} <= set(subpackages())
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    data = {"grader.katas", "grader.reference", "grader.templates"}  # the top-level data folders
+    assert listed - data == {"grader", *subpackages()}
 
 
 def test_the_layout_check_sees_lazy_and_dynamic_imports():
     """The check itself: an import inside a function and an import_module of a literal count."""
-    assert "grader.grading.checker" not in sources()
     assert "grader.judge.checker" in imports("grader.grading.runner")  # inside a function
     assert "grader.store.database" in imports("grader.learner.progress")  # importlib.import_module
     assert "grader.sandbox.worker" in imports("grader.grading.warm_start")  # `import grader.x`
 
 
 def test_the_command_line_never_imports_torch_to_list_show_or_scaffold(tmp_path):
+    commands = [["list"], ["show", "vector_add"], ["new", "vector_add", "--dir", str(tmp_path)], ["--help"]]
     code = (
         "import sys\n"
         "from grader.cli.main import main\n"
-        f"for args in (['list'], ['show', 'vector_add'], ['new', 'vector_add', '--dir', {str(tmp_path)!r}], ['--help']):\n"
+        f"for args in {commands!r}:\n"
         "    try:\n"
         "        main(args, standalone_mode=False)\n"
         "    except SystemExit:\n"
         "        pass\n"
         "print('torch' in sys.modules, 'triton' in sys.modules)\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     imported = out.stdout.strip().splitlines()[-1]
