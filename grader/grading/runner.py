@@ -188,6 +188,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                     breach = watchdog.watch(proc, limits, output_path, seen,
                                             extra=lambda: _overdue(referee, plan_dicts, kata))
                 finally:
+                    watchdog.freeze(seen)
                     _kill_group(proc)
                     watchdog.kill_all(seen)
                     ours.shutdown(socket.SHUT_RDWR)

@@ -124,6 +124,33 @@ def watch(proc: subprocess.Popen, limits: Limits, output_path: Path,
                                     f"{limits.memory_bytes / GIB:.1f} GiB)")
 
 
+def freeze(seen: dict[int, int], rounds: int = 50) -> None:
+    """Stop (SIGSTOP) the worker's whole tree before it is killed, scanning until no new process
+    appears: a stopped process cannot fork, so a child forked between the last poll and the
+    kill (and perhaps already out of the session) is found and stopped too. The tree is what
+    descends from the processes in `seen` that still run (pid and start time: never a reused
+    pid); adds what it finds to `seen`."""
+    import signal
+
+    if not os.path.isdir("/proc/self"):
+        return
+    stopped: set[int] = set()
+    for _ in range(rounds):
+        table = _proc_table()
+        roots = [pid for pid, started in seen.items() if pid in table and table[pid][2] == started]
+        tree = {pid for r in roots for pid in descendants(r, table)}
+        new = tree - stopped
+        if not new:
+            return
+        for pid in new:
+            seen.setdefault(pid, table[pid][2])
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                pass
+        stopped |= new
+
+
 def kill_all(seen: dict[int, int]) -> None:
     """Kill the processes seen in the tree that still run (the start time rules out reused pids)."""
     import signal
