@@ -189,7 +189,6 @@ REENABLED_COMPILE = '''
 import torch
 import torch._dynamo
 torch._dynamo.config.disable = False  # switch torch.compile back on
-exec(open({cheat!r}).read().replace("@torch.compile", "@torch.compile(backend={backend!r})"))
 '''
 
 
@@ -197,8 +196,8 @@ def test_torch_compile_switched_back_on_is_named(tmp_path):
     # backend "eager" keeps the test fast on the CPU; on a GPU inductor writes Triton kernels the
     # op recorder cannot see (tests/gpu/test_gpu_torch_compute.py): the switch is the evidence.
     path = tmp_path / "solution.py"
-    path.write_text(REENABLED_COMPILE.format(
-        cheat=str(TESTS / "cheats" / "vector_add_torch_compile.py"), backend="eager"))
+    cheat = (TESTS / "cheats" / "vector_add_torch_compile.py").read_text()
+    path.write_text(REENABLED_COMPILE + cheat.replace("@torch.compile", '@torch.compile(backend="eager")'))
     result = grade(catalog.get_kata("vector_add"), path, "interpret")
     assert result.cheat == "torch_compute", result.cheats
     assert "torch.compile was switched back on" in result.cheats[0]["message"], result.cheats[0]
