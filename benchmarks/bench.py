@@ -24,9 +24,9 @@ import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.catalog import all_katas, get_kata  # noqa: E402
-from grader.inputs import case_seed  # noqa: E402
-from grader.timing import floor_ms, measure_ceilings, median_ms  # noqa: E402
+from grader.judge.inputs import case_seed  # noqa: E402
+from grader.kata.catalog import all_katas, get_kata  # noqa: E402
+from grader.timing.timer import floor_ms, measure_ceilings, median_ms  # noqa: E402
 
 
 def rotating(fn, input_sets):

@@ -14,7 +14,7 @@ work=$(mktemp -d)
 export PYTHONUNBUFFERED=1 KATA_CACHE_DIR="$work/cache"
 kata() { python3 -m grader "$@"; }
 # KATAS="a b" narrows the proof to those katas (default: every kata).
-katas=${KATAS:-$(python3 -c "from grader.catalog import all_katas; print(' '.join(k.name for k in all_katas()))")}
+katas=${KATAS:-$(python3 -c "from grader.kata.catalog import all_katas; print(' '.join(k.name for k in all_katas()))")}
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

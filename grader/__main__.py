@@ -1,3 +1,3 @@
-from grader.cli import main
+from grader.cli.main import main
 
 main()

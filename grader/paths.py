@@ -8,6 +8,11 @@ from pathlib import Path
 _PACKAGE = Path(__file__).resolve().parent
 
 
+def package_dir() -> Path:
+    """The grader package's own folder (in a wheel the data folders sit inside it)."""
+    return _PACKAGE
+
+
 def data_root() -> Path:
     """The folder holding katas/, reference/ and templates/.
 

@@ -30,6 +30,12 @@ Ideas that carry the kernels:
    ever write the same address, the order of the sums is fixed (deterministic), and float32
    keeps a hundred thousand rows' worth of additions accurate. A persistent grid of twice the
    SM count keeps the buffer small. Long rows take a row-statistics kernel, then a 2-D grid.
+4. Backward speed: the pass is memory bound, so what matters is how many bytes each SM has in
+   flight. A persistent program that loads a step of rows, reduces it and stores dx leaves its
+   share of the memory system idle while it reduces; 16-bit rows carry half the bytes of
+   float32 ones per step, so they suffer more. BWD_FUSED_CONFIG sets, by element size, the
+   bytes per step, the warps, the programs per SM and whether the next step's loads are issued
+   before this step is reduced (prefetch: double buffering in registers).
 """
 
 import torch
@@ -40,7 +46,42 @@ import triton.language as tl
 MAX_FUSED_BYTES = 65536
 # Backward: rows up to this many elements are held whole (dy, x, w, two accumulators).
 MAX_FUSED_N = 8192
-TILE_ELEMENTS = 4096
+# Backward, rows held whole: how each program walks its rows, by element size of x (4: float32,
+# 2: float16 and bfloat16). BWD_FUSED_OVERRIDES may replace some keys for one (element size,
+# BLOCK_N), e.g. {(2, 8192): {"per_sm": 1}}.
+#   tile        elements of dy (and of x) a program loads per step: BLOCK_M = tile // BLOCK_N
+#               rows at once, so short rows still move enough bytes per step
+#   per_thread  elements of a tile each thread holds: num_warps = tile // (32 * per_thread).
+#               16 leaves registers for dy, x, g, dx and the two accumulators
+#   per_sm      programs per SM in the persistent grid. More programs hide more latency, but
+#               each adds a partial row (2 x N floats) that the column sum reads back
+#   prefetch    issue the next step's loads before reducing this one, so that they are in
+#               flight while the row sums wait on each other (double buffering in registers):
+#               0 none, 1 mean and rstd, 2 also dy and x
+#   stages      above 1: Triton's software pipeliner stages dy and x through shared memory
+#               (tl.range(num_stages=...), cp.async on sm_80+), another way to overlap them
+#               (use it with prefetch 1: the pipeliner leaves the small mean/rstd loads alone)
+#   maxnreg     None, or a cap on registers per thread (ptxas spills above it), so that
+#               per_sm programs fit on an SM at once: 65536 registers per SM
+#   joint       reduce mean(g) and mean(g * xhat) in one tl.reduce: one round of
+#               shared-memory exchange per row instead of two
+#   evict       eviction policy of the streamed loads and of the dx store ("" or
+#               "evict_first": dy, x and dx are touched once, keep w and the partials in L2)
+BWD_FUSED_CONFIG = {
+    4: dict(tile=4096, per_thread=16, per_sm=2, prefetch=0, stages=1, maxnreg=None, joint=False,
+            evict=""),
+    2: dict(tile=4096, per_thread=16, per_sm=2, prefetch=0, stages=1, maxnreg=None, joint=False,
+            evict=""),
+}
+# Chosen by an H100 sweep (docs/PERFORMANCE.md): loading the next rows while this one is reduced
+# (prefetch=2) is what 16-bit rows need, and one program per SM at long rows halves the
+# partial sums of dweight/dbias.
+BWD_FUSED_OVERRIDES: dict = {
+    (2, 1024): {"prefetch": 2, "maxnreg": 128},
+    (2, 4096): {"prefetch": 2, "tile": 8192, "per_sm": 1},
+    (2, 8192): {"prefetch": 2, "per_sm": 1},
+    (4, 4096): {"prefetch": 2, "per_sm": 1},
+}
 
 
 # --- forward ---------------------------------------------------------------------------
@@ -130,10 +171,40 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
 # --- backward --------------------------------------------------------------------------
 
 @triton.jit
+def _load_tile(dy_ptr, x_ptr, first_row, row_end, cols, col_mask, dy_row_stride, x_row_stride,
+               BLOCK_M: tl.constexpr, EVICT: tl.constexpr):
+    # dy and x of BLOCK_M rows from first_row on, in the inputs' dtype (converted to float32
+    # where they are used). Rows at or past row_end (this program's end) load 0 and touch no
+    # memory.
+    rows = (first_row + tl.arange(0, BLOCK_M)).to(tl.int64)
+    mask = (rows < row_end)[:, None] & col_mask[None, :]
+    dy = tl.load(dy_ptr + rows[:, None] * dy_row_stride + cols[None, :], mask=mask, other=0.0,
+                 eviction_policy=EVICT)
+    x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask, other=0.0,
+                eviction_policy=EVICT)
+    return dy, x
+
+
+@triton.jit
+def _load_stats(mean_ptr, rstd_ptr, first_row, row_end, BLOCK_M: tl.constexpr):
+    rows = first_row + tl.arange(0, BLOCK_M)
+    row_mask = rows < row_end
+    mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+    rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+    return mean, rstd
+
+
+@triton.jit
+def _add_pair(a1, a2, b1, b2):
+    return a1 + b1, a2 + b2
+
+
+@triton.jit
 def layer_norm_bwd_fused_kernel(
     dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, partial_ptr,
     M, N, dy_row_stride, x_row_stride, dx_row_stride, rows_per_program, slab_stride,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PREFETCH: tl.constexpr,
+    STAGES: tl.constexpr, JOINT: tl.constexpr, EVICT: tl.constexpr,
 ):
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
@@ -143,24 +214,44 @@ def layer_norm_bwd_fused_kernel(
     dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     row_start = pid * rows_per_program
-    for r in range(0, rows_per_program, BLOCK_M):
-        rows = (row_start + r + tl.arange(0, BLOCK_M)).to(tl.int64)
-        row_mask = rows < M
-        mask = row_mask[:, None] & col_mask[None, :]
-        dy = tl.load(dy_ptr + rows[:, None] * dy_row_stride + cols[None, :], mask=mask,
-                     other=0.0).to(tl.float32)
-        x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask,
-                    other=0.0).to(tl.float32)
-        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+    row_end = tl.minimum(row_start + rows_per_program, M)
+    # PREFETCH >= 1: each step's loads are issued one step ahead (1: mean and rstd, 2: dy and x
+    # too) and stay in flight while the step before is reduced.
+    if PREFETCH >= 1:
+        mean_next, rstd_next = _load_stats(mean_ptr, rstd_ptr, row_start, row_end, BLOCK_M)
+    if PREFETCH >= 2:
+        dy_next, x_next = _load_tile(dy_ptr, x_ptr, row_start, row_end, cols, col_mask,
+                                     dy_row_stride, x_row_stride, BLOCK_M, EVICT)
+    for r in tl.range(row_start, row_end, BLOCK_M, num_stages=STAGES if STAGES > 1 else None):
+        if PREFETCH >= 1:
+            mean, rstd = mean_next, rstd_next
+            mean_next, rstd_next = _load_stats(mean_ptr, rstd_ptr, r + BLOCK_M, row_end, BLOCK_M)
+        else:
+            mean, rstd = _load_stats(mean_ptr, rstd_ptr, r, row_end, BLOCK_M)
+        if PREFETCH >= 2:
+            dy_in, x_in = dy_next, x_next
+            dy_next, x_next = _load_tile(dy_ptr, x_ptr, r + BLOCK_M, row_end, cols, col_mask,
+                                         dy_row_stride, x_row_stride, BLOCK_M, EVICT)
+        else:
+            dy_in, x_in = _load_tile(dy_ptr, x_ptr, r, row_end, cols, col_mask,
+                                     dy_row_stride, x_row_stride, BLOCK_M, EVICT)
+        rows = (r + tl.arange(0, BLOCK_M)).to(tl.int64)
+        mask = (rows < row_end)[:, None] & col_mask[None, :]
+        dy = dy_in.to(tl.float32)
+        x = x_in.to(tl.float32)
         # Padding lanes: x - mean is not 0 there, so mask xhat (dy and g are 0 already).
         xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
         g = dy * w[None, :]
-        c1 = tl.sum(g, axis=1) / N
-        c2 = tl.sum(g * xhat, axis=1) / N
+        if JOINT:
+            s1, s2 = tl.reduce((g, g * xhat), 1, _add_pair)
+        else:
+            s1 = tl.sum(g, axis=1)
+            s2 = tl.sum(g * xhat, axis=1)
+        c1 = s1 / N
+        c2 = s2 / N
         dx = (g - c1[:, None] - xhat * c2[:, None]) * rstd[:, None]
         tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :],
-                 dx.to(dx_ptr.dtype.element_ty), mask=mask)
+                 dx.to(dx_ptr.dtype.element_ty), mask=mask, eviction_policy=EVICT)
         dw_acc += dy * xhat
         db_acc += dy
     # partial is (2, P, N): slab 0 holds the dweight partials, slab 1 (slab_stride = P * N
@@ -256,6 +347,12 @@ def _sm_count(device: torch.device) -> int:
     return 4  # the interpreter: any small number of programs will do
 
 
+def _fused_config(itemsize: int, block_n: int) -> dict:
+    cfg = dict(BWD_FUSED_CONFIG[4 if itemsize >= 4 else 2])
+    cfg.update(BWD_FUSED_OVERRIDES.get((itemsize, block_n), {}))
+    return cfg
+
+
 def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                         mean: torch.Tensor, rstd: torch.Tensor):
     assert x.dim() == 2 and dy.shape == x.shape and weight.shape == (x.shape[1],)
@@ -271,18 +368,23 @@ def layer_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
 
     block_n = triton.next_power_of_2(N)
     if block_n <= MAX_FUSED_N:
-        block_m = max(1, min(TILE_ELEMENTS // block_n, triton.next_power_of_2(M)))
-        num_warps = min(16, max(1, block_m * block_n // 512))
-        # A persistent grid: 2 programs per SM, each a contiguous run of rows (a multiple of
-        # BLOCK_M), writing its partial rows once, at the end.
-        programs = min(2 * _sm_count(x.device), triton.cdiv(M, block_m))
+        cfg = _fused_config(x.element_size(), block_n)
+        block_m = max(1, min(cfg["tile"] // block_n, triton.next_power_of_2(M)))
+        num_warps = min(32, max(1, block_m * block_n // (32 * cfg["per_thread"])))
+        # A persistent grid: per_sm programs per SM, each a contiguous run of rows (a multiple
+        # of BLOCK_M), writing its partial rows once, at the end.
+        programs = min(cfg["per_sm"] * _sm_count(x.device), triton.cdiv(M, block_m))
         rows_per_program = triton.cdiv(triton.cdiv(M, programs), block_m) * block_m
         programs = triton.cdiv(M, rows_per_program)
         partials = torch.empty((2, programs, N), dtype=torch.float32, device=x.device)
+        extra = {"maxnreg": cfg["maxnreg"]} if cfg["maxnreg"] else {}
         layer_norm_bwd_fused_kernel[(programs,)](
             dy, x, weight, mean, rstd, dx, partials,
             M, N, dy.stride(0), x.stride(0), dx.stride(0), rows_per_program, partials.stride(0),
-            BLOCK_M=block_m, BLOCK_N=block_n, num_warps=num_warps,
+            BLOCK_M=block_m, BLOCK_N=block_n, PREFETCH=cfg["prefetch"], STAGES=cfg["stages"],
+            # (The interpreter runs tl.reduce's combine function in Python, element by
+            # element: slow, so it keeps the two tl.sum.)
+            JOINT=cfg["joint"] and x.is_cuda, EVICT=cfg["evict"], num_warps=num_warps, **extra,
         )
     else:
         tile = 2048

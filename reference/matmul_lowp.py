@@ -30,78 +30,115 @@ and whose tensor cores run at twice the bf16 rate; what changes is everything ar
 4. Offsets in int64: row * row_stride passes 2**31 once a has more than 2**31 elements (an
    int8 a of 65600 x 32768 is 2.1 GB), so the row offsets are widened before multiplying.
 5. Speed: a grouped program order (GROUP_M row-tiles share each column tile while it is in L2),
-   128 x 256 x 128 tiles with 8 warps (two warpgroups of 64 x 256) and 3 stages of
-   software pipelining for large shapes (48 KiB of operands per stage), smaller tiles when M or
-   N is small.
+   big tiles with 8 warps (two warpgroups) and 3-4 stages of software pipelining for large
+   shapes, smaller tiles when M is small. The configurations are the tables below.
 
-About FP8 accumulation on Hopper: `tl.dot(a, b, acc)` chains the wgmma instructions through the
-accumulator, and the fp8 tensor cores add each 32-wide step into it with reduced alignment
-precision ("fast accumulation", ~14 bits). `acc += tl.dot(a, b)` instead promotes every BLOCK_K
-into a true float32 add (torch._scaled_mm's default), at the cost of a second accumulator's
-registers. Measured on an H100, the fast form is off by up to 8% on long all-positive sums
-(K = 4096): far more than the bf16 output's rounding. This reference takes the exact one, as
-the baseline does.
+About FP8 accumulation on Hopper (and why the FP8 loop keeps two accumulators). `tl.dot(a, b,
+acc)` chains the wgmma instructions through the accumulator, and the fp8 tensor cores add each
+32-deep step into it with reduced precision ("fast accumulation": every addend is aligned to the
+running sum and truncated to ~13 bits below its leading bit). The error grows with the length of
+the chain: measured on an H100, a whole K = 4096 chain is 7% low on all-positive sums, far
+outside the tolerance. The cure, as in CUTLASS, DeepGEMM and torch._scaled_mm: two-level
+accumulation. The tensor cores chain only a short run of K steps into a partial accumulator
+`part`, which is then added to the float32 total `acc` with ordinary float32 adds ("promotion")
+and restarted from zero. A run of 128 (4 wgmma steps, _scaled_mm's choice) leaves the bf16
+output's rounding as the main error; 256 roughly doubles the accumulation part and still fits
+the tolerance at every K; 512 does not at K ~ 512.
+
+Both accumulators live in registers: a 128 x 256 tile and its partial would need 256 registers
+per thread and spill. Hence the pieces: the FP8 tile is 128 x 128 on 8 warps; or 128 x 192 made
+of two dots (BLOCK_N2 = 64 columns beside); or 128 x 128 made of two 64-row dots on 4 warps
+(BLOCK_M2 = 64 rows below), whose 255 registers and 96 KiB let two programs share an SM, so one
+program's promotion adds run while the other's tensor-core work goes on.
+
+PROMOTE sets the run: 1 adds a fresh product every BLOCK_K (`acc += tl.dot(a, b)`; Triton
+must wait for each dot before adding it, so the tensor cores idle once per BLOCK_K); P >= 2
+chains P BLOCK_K steps (`part = tl.dot(a, b, part)`, pipelined like any GEMM) and promotes
+under an `if`, so the pipeline drains once per P steps. Two details the compiler cares about:
+the partial is restarted as `part * 0` inside the `if` (after the wait), because a constant
+zero would be hoisted into a select on the still-running accumulator; and with two pieces each
+piece is promoted in its own `if` (same steps, written differently), because one block waiting
+on both dots makes ptxas serialize every wgmma of the loop (its note C7515).
 """
 
 import torch
 import triton
 import triton.language as tl
 
+try:  # host-side TMA descriptors (triton >= 3.3); used only where a config asks for TMA
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older triton
+    TensorDescriptor = None
+
 GROUP_M = 8
+
+# ---- configurations: what the launcher picks, by task and shape -------------------------------
+#   BLOCK_M, BLOCK_N   the tile, or its first piece
+#   BLOCK_M2/BLOCK_N2  a second piece below it (BLOCK_M2 more rows) or beside it (BLOCK_N2 more
+#                      columns), with its own dot and accumulators; 0: none (at most one is set)
+#   BLOCK_K            the K step
+#   PROMOTE            0: chain every step into acc (exact for int8; fp8 fast accumulation);
+#                      1: acc += a fresh dot per BLOCK_K; P >= 2: promote a chained partial
+#                      every P BLOCK_K steps; -1: let Triton promote inside each dot
+#                      (max_num_imprecise_acc=BLOCK_K; ptxas then waits on every wgmma)
+#   TMA                load a and b through TMA descriptors (needs 16-byte aligned rows)
+#   CHAIN_K_DIV        optional, with PROMOTE >= 2: lengthen the chained run with K, up to
+#                      K / CHAIN_K_DIV elements (PROMOTE * BLOCK_K never shrinks). The tolerance
+#                      grows with K (6e-6 * K) and a run's error with its length, so long sums
+#                      can afford longer runs; 0 or absent: a fixed run.
+#   num_warps, num_stages
+# 128x128 as two 64-row dots on 4 warps: 255 registers and 96 KiB of shared memory, so two
+# programs share an SM and one's fp32 promotion overlaps the other's tensor-core work (H100
+# sweep: 0.81x _scaled_mm at 8192^3, 0.87x at 4096^3; the one-dot 128x128 on 8 warps: 0.71x).
+FP8_LARGE = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_M2=64, BLOCK_N2=0, BLOCK_K=128, PROMOTE=1,
+                 TMA=False, num_warps=4, num_stages=3)
+INT8_LARGE = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_M2=0, BLOCK_N2=0, BLOCK_K=128, PROMOTE=0,
+                  TMA=False, num_warps=8, num_stages=3)
+# M <= 64 (decode-like): the work is reading b, so narrower tiles give more programs to stream
+# it, and 4 warps suffice.
+FP8_SMALL_M = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_M2=0, BLOCK_N2=0, BLOCK_K=128, PROMOTE=1,
+                   TMA=False, num_warps=4, num_stages=4)
+INT8_SMALL_M = dict(FP8_SMALL_M, PROMOTE=0)
+# FP8_LARGE applies from this many output elements (M * N) on; smaller fp8 products use
+# FP8_MEDIUM (a big tile leaves too few programs to fill the GPU evenly).
+FP8_LARGE_MIN_MN = 0
+FP8_MEDIUM = dict(FP8_LARGE)
+
+
+# ---- kernel -----------------------------------------------------------------------------------
+
+@triton.jit
+def _dot_step(a, b, acc, part, k, PROMOTE: tl.constexpr, BLOCK_K: tl.constexpr,
+              SECOND: tl.constexpr):
+    """One BLOCK_K step of one piece of the tile: returns (acc, part)."""
+    if PROMOTE == 0:
+        # Chained: int8 (int32 adds are exact), or fp8 with fast accumulation.
+        acc = tl.dot(a, b, acc, out_dtype=acc.dtype)
+    elif PROMOTE == -1:
+        # Triton's own promotion: a partial per wgmma tile, added into acc every BLOCK_K.
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=BLOCK_K, out_dtype=acc.dtype)
+    elif PROMOTE == 1:
+        # A fresh product per BLOCK_K, added in full float32 precision.
+        acc += tl.dot(a, b, out_dtype=acc.dtype)
+    else:
+        # Chained for PROMOTE steps (fast), then promoted into acc (exact float32 adds).
+        part = tl.dot(a, b, part, out_dtype=part.dtype)
+        if SECOND:  # the second piece: the same steps, a separate `if` (see the docstring)
+            promote = (k + 1) % PROMOTE == 0
+        else:
+            promote = k % PROMOTE == PROMOTE - 1
+        if promote:
+            acc += part
+            part = part * 0
+    return acc, part
 
 
 @triton.jit
-def lowp_matmul_kernel(
-    a_ptr, b_ptr, c_ptr, a_scale_ptr, b_scale_ptr,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    stride_sa, stride_sb,
-    SCALED: tl.constexpr, ZERO: tl.constexpr, EVEN_K: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-):
-    # Grouped ordering: consecutive programs walk down GROUP_M row-tiles of one column band, so
-    # the b tiles they share (and the a tiles of the group) are read from L2, not from DRAM.
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-
-    # Rows and columns past the end wrap onto real ones: every load stays in bounds without a
-    # mask in the K loop; the store below drops them.
-    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = tl.arange(0, BLOCK_K)
-    # int64 row/column offsets: M * stride_am can pass 2**31.
-    a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n.to(tl.int64)[None, :] * stride_bn
-
-    # float32 for fp8 operands, int32 for int8 (exact).
-    if SCALED:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    else:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
-            # The K tail: lanes past K load 0 (0.0 for fp8, 0 for int8) and add nothing.
-            k_left = K - k * BLOCK_K
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=ZERO)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=ZERO)
-        # A fresh product per BLOCK_K, added in full precision (see "About FP8 accumulation").
-        acc += tl.dot(a, b, out_dtype=acc.dtype)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-
-    # Epilogue: the real rows and columns of this tile.
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+def _epilogue(acc, part, c_ptr, a_scale_ptr, b_scale_ptr, rows, cols, M, N,
+              stride_cm, stride_cn, stride_sa, stride_sb,
+              SCALED: tl.constexpr, PROMOTE: tl.constexpr):
+    if PROMOTE >= 2:
+        acc += part  # the last, partial run
     row_ok = rows < M
     col_ok = cols < N
     if SCALED:
@@ -113,27 +150,149 @@ def lowp_matmul_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
 
 
-def _config(M: int, N: int, K: int, scaled: bool = False):
-    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for this shape: a few fixed choices.
+@triton.jit
+def lowp_matmul_kernel(
+    a_ptr, b_ptr, x2_desc, c_ptr, a_scale_ptr, b_scale_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_sa, stride_sb,
+    SCALED: tl.constexpr, ZERO: tl.constexpr, EVEN_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M2: tl.constexpr,
+    BLOCK_N2: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PROMOTE: tl.constexpr, TMA: tl.constexpr,
+):
+    # With TMA, a_ptr and b_ptr are descriptors of a (M, K) and of b.t() (N, K), and x2_desc
+    # the descriptor the second piece loads (rows of a, or rows of b.t()); otherwise pointers.
+    TILE_M: tl.constexpr = BLOCK_M + BLOCK_M2  # the whole tile
+    TILE_N: tl.constexpr = BLOCK_N + BLOCK_N2
+    SPLIT: tl.constexpr = BLOCK_M2 + BLOCK_N2 > 0  # a second piece, below or beside
+    # Grouped ordering: consecutive programs walk down GROUP_M row-tiles of one column band, so
+    # the b tiles they share (and the a tiles of the group) are read from L2, not from DRAM.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, TILE_M)
+    num_pid_n = tl.cdiv(N, TILE_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    row0 = pid_m * TILE_M
+    col0 = pid_n * TILE_N
 
-    Large: 128 x 256 x 128, 8 warps, 3 stages (48 KiB of operands per stage, 144 KiB of shared
-    memory). M <= 64 (decode-like): the work is reading b, so narrower tiles give more programs
-    to stream it, and 4 warps suffice. Tiles never exceed the problem by more than needed, but
-    stay at least 16 rows/columns (tl.dot's minimum) and 32 deep (an 8-bit MMA's K step).
+    if not TMA:
+        # Rows and columns past the end wrap onto real ones: every load stays in bounds without
+        # a mask in the K loop; the store below drops them.
+        offs_k = tl.arange(0, BLOCK_K)
+        offs_m = (row0 + tl.arange(0, BLOCK_M)) % M
+        offs_n = (col0 + tl.arange(0, BLOCK_N)) % N
+        # int64 row/column offsets: M * stride_am can pass 2**31.
+        a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * stride_am + offs_k[None, :] * stride_ak
+        b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n.to(tl.int64)[None, :] * stride_bn
+        if BLOCK_M2 > 0:
+            offs_m2 = (row0 + BLOCK_M + tl.arange(0, BLOCK_M2)) % M
+            x2_ptrs = a_ptr + offs_m2.to(tl.int64)[:, None] * stride_am + offs_k[None, :] * stride_ak
+        if BLOCK_N2 > 0:
+            offs_n2 = (col0 + BLOCK_N + tl.arange(0, BLOCK_N2)) % N
+            x2_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n2.to(tl.int64)[None, :] * stride_bn
+
+    # float32 for fp8 operands, int32 for int8 (exact); `part` is the partial run (PROMOTE >= 2).
+    if SCALED:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    if BLOCK_M2 > 0:
+        acc2 = tl.zeros((BLOCK_M2, BLOCK_N), dtype=acc.dtype)
+    if BLOCK_N2 > 0:
+        acc2 = tl.zeros((BLOCK_M, BLOCK_N2), dtype=acc.dtype)
+    part = acc
+    if SPLIT:
+        part2 = acc2
+
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        if TMA:
+            # Out-of-bounds rows, columns and K lanes arrive as zeros.
+            a = a_ptr.load([row0, k * BLOCK_K])
+            b = b_ptr.load([col0, k * BLOCK_K]).T
+            if BLOCK_M2 > 0:
+                x2 = x2_desc.load([row0 + BLOCK_M, k * BLOCK_K])
+            if BLOCK_N2 > 0:
+                x2 = x2_desc.load([col0 + BLOCK_N, k * BLOCK_K]).T
+        elif EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+            if SPLIT:
+                x2 = tl.load(x2_ptrs)
+        else:
+            # The K tail: lanes past K load 0 (0.0 for fp8, 0 for int8) and add nothing.
+            k_left = K - k * BLOCK_K
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=ZERO)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=ZERO)
+            if BLOCK_M2 > 0:
+                x2 = tl.load(x2_ptrs, mask=offs_k[None, :] < k_left, other=ZERO)
+            if BLOCK_N2 > 0:
+                x2 = tl.load(x2_ptrs, mask=offs_k[:, None] < k_left, other=ZERO)
+        acc, part = _dot_step(a, b, acc, part, k, PROMOTE, BLOCK_K, False)
+        if BLOCK_M2 > 0:  # the rows below: x2 times the same b
+            acc2, part2 = _dot_step(x2, b, acc2, part2, k, PROMOTE, BLOCK_K, True)
+        if BLOCK_N2 > 0:  # the columns beside: the same a times x2
+            acc2, part2 = _dot_step(a, x2, acc2, part2, k, PROMOTE, BLOCK_K, True)
+        if not TMA:
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+            if BLOCK_M2 > 0:
+                x2_ptrs += BLOCK_K * stride_ak
+            if BLOCK_N2 > 0:
+                x2_ptrs += BLOCK_K * stride_bk
+
+    # Epilogue: the real rows and columns of this tile, one piece at a time.
+    rows = row0 + tl.arange(0, BLOCK_M)
+    cols = col0 + tl.arange(0, BLOCK_N)
+    _epilogue(acc, part, c_ptr, a_scale_ptr, b_scale_ptr, rows, cols, M, N,
+              stride_cm, stride_cn, stride_sa, stride_sb, SCALED, PROMOTE)
+    if BLOCK_M2 > 0:
+        rows2 = row0 + BLOCK_M + tl.arange(0, BLOCK_M2)
+        _epilogue(acc2, part2, c_ptr, a_scale_ptr, b_scale_ptr, rows2, cols, M, N,
+                  stride_cm, stride_cn, stride_sa, stride_sb, SCALED, PROMOTE)
+    if BLOCK_N2 > 0:
+        cols2 = col0 + BLOCK_N + tl.arange(0, BLOCK_N2)
+        _epilogue(acc2, part2, c_ptr, a_scale_ptr, b_scale_ptr, rows, cols2, M, N,
+                  stride_cm, stride_cn, stride_sa, stride_sb, SCALED, PROMOTE)
+
+
+# ---- launcher ---------------------------------------------------------------------------------
+
+def _config(M: int, N: int, K: int, scaled: bool = False) -> dict:
+    """The configuration for this shape (a copy of one of the tables above, fitted to it).
+
+    Tiles never exceed the problem by more than needed, but stay at least 16 rows/columns
+    (tl.dot's minimum) and 32 deep (an 8-bit MMA's K step).
     """
     if M <= 64:
-        block_m, block_n, block_k, warps, stages = 64, 128, 128, 4, 4
-    elif scaled:
-        # FP8 keeps a second float32 tile (the fresh product of each BLOCK_K, added in full
-        # precision): at 128 x 256 the two no longer fit the registers and spill (0.32x of
-        # _scaled_mm on an H100); at 128 x 128 they fit (0.69x).
-        block_m, block_n, block_k, warps, stages = 128, 128, 128, 8, 4
+        cfg = dict(FP8_SMALL_M if scaled else INT8_SMALL_M)
+    elif not scaled:
+        cfg = dict(INT8_LARGE)
+    elif M * N >= FP8_LARGE_MIN_MN:
+        cfg = dict(FP8_LARGE)
     else:
-        block_m, block_n, block_k, warps, stages = 128, 256, 128, 8, 3
-    block_m = min(block_m, max(16, triton.next_power_of_2(M)))
-    block_n = min(block_n, max(16, triton.next_power_of_2(N)))
-    block_k = min(block_k, max(32, triton.next_power_of_2(K)))
-    return block_m, block_n, block_k, warps, stages
+        cfg = dict(FP8_MEDIUM)
+    return _fit(cfg, M, N, K)
+
+
+def _fit(cfg: dict, M: int, N: int, K: int) -> dict:
+    cfg = dict(cfg)
+    if cfg["BLOCK_M2"] and M <= cfg["BLOCK_M"]:
+        cfg["BLOCK_M2"] = 0  # one piece covers M
+    if cfg["BLOCK_N2"] and N <= cfg["BLOCK_N"]:
+        cfg["BLOCK_N2"] = 0  # one piece covers N
+    cfg["BLOCK_M"] = min(cfg["BLOCK_M"], max(16, triton.next_power_of_2(M)))
+    cfg["BLOCK_N"] = min(cfg["BLOCK_N"], max(16, triton.next_power_of_2(N)))
+    cfg["BLOCK_K"] = min(cfg["BLOCK_K"], max(32, triton.next_power_of_2(K)))
+    if cfg.get("CHAIN_K_DIV") and cfg["PROMOTE"] >= 2:
+        longest = K // (cfg["CHAIN_K_DIV"] * cfg["BLOCK_K"])  # in BLOCK_K steps
+        cfg["PROMOTE"] = max(cfg["PROMOTE"], 1 << max(0, longest.bit_length() - 1))  # power of 2
+    assert not (cfg["BLOCK_M2"] and cfg["BLOCK_N2"]), "the second piece goes below or beside"
+    return cfg
 
 
 def _k_major(a: torch.Tensor, b: torch.Tensor):
@@ -146,37 +305,65 @@ def _k_major(a: torch.Tensor, b: torch.Tensor):
     return a, b
 
 
-def _launch(a, b, c, a_scale, b_scale, scaled: bool):
+def _tma_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """TMA needs 16-byte aligned bases and row strides (a and b K-major, one byte per element)."""
+    return (TensorDescriptor is not None and a.stride(1) == 1 and b.stride(0) == 1
+            and a.stride(0) % 16 == 0 and b.stride(1) % 16 == 0
+            and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
+
+
+def _launch(a, b, c, a_scale, b_scale, scaled: bool, cfg: dict | None = None):
     M, K = a.shape
     N = b.shape[1]
     if M == 0 or N == 0:
         return c
-    block_m, block_n, block_k, warps, stages = _config(M, N, K, scaled)
-    grid = (triton.cdiv(M, block_m) * triton.cdiv(N, block_n),)
+    cfg = _config(M, N, K, scaled) if cfg is None else _fit(cfg, M, N, K)
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    bm2, bn2 = cfg["BLOCK_M2"], cfg["BLOCK_N2"]
+    tma = cfg["TMA"] and _tma_ok(a, b)
+    a_arg, b_arg, x2_arg = a, b, b  # x2_arg: unused without TMA (the kernel offsets a_ptr/b_ptr)
+    if tma:
+        bt = b.t()  # (N, K), K contiguous
+
+        def desc(t, rows):
+            return TensorDescriptor(t, list(t.shape), list(t.stride()), [rows, bk])
+
+        a_arg, b_arg = desc(a, bm), desc(bt, bn)
+        x2_arg = desc(a, bm2) if bm2 else desc(bt, bn2) if bn2 else b_arg
+    grid = (triton.cdiv(M, bm + bm2) * triton.cdiv(N, bn + bn2),)
     lowp_matmul_kernel[grid](
-        a, b, c, a_scale, b_scale, M, N, K,
+        a_arg, b_arg, x2_arg, c, a_scale, b_scale, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         a_scale.stride(0), b_scale.stride(1),
         SCALED=scaled, ZERO=0.0 if scaled else 0,
-        EVEN_K=K % block_k == 0,
-        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=GROUP_M,
-        num_warps=warps, num_stages=stages,
+        EVEN_K=K % bk == 0,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_M2=bm2, BLOCK_N2=bn2, BLOCK_K=bk, GROUP_M=GROUP_M,
+        PROMOTE=cfg["PROMOTE"], TMA=tma,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
     return c
+
+
+def _matmul_fp8(a, b, a_scale, b_scale, cfg=None):
+    a, b = _k_major(a, b)
+    c = torch.empty((a.shape[0], b.shape[1]), dtype=torch.bfloat16, device=a.device)
+    return _launch(a, b, c, a_scale, b_scale, scaled=True, cfg=cfg)
+
+
+def _matmul_int8(a, b, cfg=None):
+    a, b = _k_major(a, b)
+    c = torch.empty((a.shape[0], b.shape[1]), dtype=torch.int32, device=a.device)
+    # No scales: a and b stand in for the unused scale pointers.
+    return _launch(a, b, c, a, b, scaled=False, cfg=cfg)
 
 
 def matmul_fp8(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor,
                b_scale: torch.Tensor) -> torch.Tensor:
     """(a * a_scale) @ (b * b_scale) as bf16 (M, N): a float8_e4m3fn (M, K), b float8_e4m3fn
     (K, N) column-major, a_scale float32 (M, 1), b_scale float32 (1, N)."""
-    a, b = _k_major(a, b)
-    c = torch.empty((a.shape[0], b.shape[1]), dtype=torch.bfloat16, device=a.device)
-    return _launch(a, b, c, a_scale, b_scale, scaled=True)
+    return _matmul_fp8(a, b, a_scale, b_scale)
 
 
 def matmul_int8(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b as int32 (M, N), exactly: a int8 (M, K), b int8 (K, N)."""
-    a, b = _k_major(a, b)
-    c = torch.empty((a.shape[0], b.shape[1]), dtype=torch.int32, device=a.device)
-    # No scales: a and b stand in for the unused scale pointers.
-    return _launch(a, b, c, a, b, scaled=False)
+    return _matmul_int8(a, b)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.catalog import all_katas, get_kata
-from grader.runner import grade
+from grader.grading.runner import grade
+from grader.kata.catalog import all_katas, get_kata
 
 TESTS = Path(__file__).parent
 WRONG = TESTS / "wrong"
@@ -43,7 +43,7 @@ def private_results_store(tmp_path_factory):
 
 @pytest.fixture(scope="session", autouse=True)
 def private_warm_start(tmp_path_factory):
-    """Grades fork from warm-start servers of the test session's own (grader.warm_start), which
+    """Grades fork from warm-start servers of the test session's own (grader.grading.warm_start), which
     leave when the session ends: each sees its socket removed and exits within a second."""
     folder = tmp_path_factory.mktemp("run")
     folder.chmod(0o700)
@@ -82,7 +82,7 @@ def private_kata(tmp_path, monkeypatch):
     (TRITON_KATA_PATH), for tests that need a broken kata; returns the kata's folder."""
     import shutil
 
-    from grader import catalog
+    from grader.kata import catalog
 
     root = tmp_path / "private"
     monkeypatch.setenv("TRITON_KATA_PATH", str(root))

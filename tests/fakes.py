@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from grader.results import GradeResult, ScoreBreakdown, TaskResult
-from grader.scoring import FORMULA
+from grader.results.schema import GradeResult, ScoreBreakdown, TaskResult
+from grader.results.scoring import FORMULA
 
 PASS_MARK = "# fake: pass"  # a solution containing this line passes fake_grade
 
@@ -35,7 +35,7 @@ def fake_result(kata: str = "vector_add", status: str = "pass", mode: str = "int
 
 def fake_grade(kata, solution, mode=None, *, seed=None, timeout_s=None, memory_gib=None,
                protected=(), **options) -> GradeResult:
-    """Stands in for grader.runner.grade: passes when the file holds PASS_MARK."""
+    """Stands in for grader.grading.runner.grade: passes when the file holds PASS_MARK."""
     text = Path(solution).read_text()
     status = "pass" if PASS_MARK in text else "fail"
     return fake_result(kata.name, status, mode or "interpret", submission=str(solution),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from grader.results import CaseResult, GradeResult, ScoreBreakdown, TaskResult
-from grader.scoring import FORMULA
+from grader.results.schema import CaseResult, GradeResult, ScoreBreakdown, TaskResult
+from grader.results.scoring import FORMULA
 
 H100 = "NVIDIA H100 80GB HBM3"
 INTERPRETER = "CPU (Triton interpreter)"

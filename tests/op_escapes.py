@@ -18,8 +18,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from grader.allowed_ops import effective_allowed  # noqa: E402
-from grader.guards import install_op_checks, submission_guards, watch_torch_compute  # noqa: E402
+from grader.kata.allowed_ops import effective_allowed  # noqa: E402
+from grader.sandbox.guards import install_op_checks, submission_guards, watch_torch_compute  # noqa: E402
 
 x = torch.randn(64)
 
@@ -196,8 +196,8 @@ SCENARIOS = [honest, exp_sum, disable_torch_dispatch, no_dispatch, pop_mode_temp
 
 
 def run(scenario, allowed=None, forbidden=()) -> dict:
-    from grader import guards
-    from grader.guards import resolve_forbidden
+    from grader.sandbox import guards
+    from grader.sandbox.guards import resolve_forbidden
 
     guards._audit.clear()  # each scenario on its own (the worker keeps them for the whole grade)
     allowed = effective_allowed((), forbidden) if allowed is None else allowed

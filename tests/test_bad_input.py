@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.cli import main
+from grader.cli.main import main
 
 GOOD_KERNEL = '''
 import torch

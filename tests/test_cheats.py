@@ -15,10 +15,10 @@ import re
 import pytest
 
 from conftest import KATA_NAMES, TESTS, kata_of_wrong
-from grader import catalog
-from grader.diagnose import ADVICE, CHEATS, RECLASSIFIED
-from grader.report import render_report
-from grader.results import CaseResult
+from grader.judge.diagnose import ADVICE, CHEATS, RECLASSIFIED
+from grader.kata import catalog
+from grader.results.report import render_report
+from grader.results.schema import CaseResult
 
 CHEAT_FILES = sorted((TESTS / "cheats").glob("*.py"))
 GAMING = sorted((TESTS / "gaming").glob("*.py"))
@@ -111,7 +111,7 @@ def test_no_reclassified_reason_is_a_cheat_any_more():
 
 
 def test_time_below_the_physical_floor_is_rejected():
-    from grader.runner import _reject_impossible
+    from grader.grading.runner import _reject_impossible
 
     case = CaseResult(task="t", name="bench", dtype="float32", shape=[1], hidden=True,
                       status="pass", time_ms=0.05, baseline_ms=1.0, speedup=20.0,
@@ -122,7 +122,7 @@ def test_time_below_the_physical_floor_is_rejected():
 
 
 def test_time_at_the_floor_is_accepted():
-    from grader.runner import _reject_impossible
+    from grader.grading.runner import _reject_impossible
 
     case = CaseResult(task="t", name="bench", dtype="float32", shape=[1], hidden=True,
                       status="pass", time_ms=0.18, floor_ms=0.179, roofline=0.99, nbytes=5.4e8)
@@ -135,8 +135,8 @@ def test_downgrade_check_pairs_each_float32_output_with_its_own_truth():
     honest bug (scale = amax / 128 on huge values) is not a downgrade; a bfloat16 scale is."""
     import torch
 
-    from grader.catalog import get_kata
-    from grader.checker import Checker
+    from grader.judge.checker import Checker
+    from grader.kata.catalog import get_kata
 
     checker = Checker(get_kata("quantize"), seed=7, device="cpu")
     task = checker.tasks["quantize_int8_rowwise"]

@@ -8,8 +8,8 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from grader.catalog import get_kata
-from grader.cli import main
+from grader.cli.main import main
+from grader.kata.catalog import get_kata
 
 COMMANDS = ["list", "show", "new", "grade", "selftest"]
 
@@ -34,8 +34,8 @@ def test_list_shows_the_catalogue():
 
 
 def test_list_filters_by_track():
-    from grader.catalog import kata_dirs
-    from grader.tracks import load_tracks
+    from grader.kata.catalog import kata_dirs
+    from grader.kata.tracks import load_tracks
     fundamentals = load_tracks(kata_dirs())["fundamentals"]
     result = invoke("list", "--track", "fundamentals")
     assert result.exit_code == 0, result.output
@@ -72,7 +72,7 @@ def test_show_says_what_pytorch_may_do():
 def test_show_lists_what_a_kata_also_allows(monkeypatch):
     from pathlib import Path
 
-    from grader import catalog
+    from grader.kata import catalog
     monkeypatch.setenv("TRITON_KATA_PATH", str(Path(__file__).parent / "fixtures"))
     catalog._load.cache_clear()
     try:

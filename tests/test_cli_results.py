@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from grade_factory import make_grade
-from grader import store
-from grader.cli import main
-from grader.store import StoredGrade
+from grader.cli.main import main
+from grader.store import database as store
+from grader.store.database import StoredGrade
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -335,7 +335,7 @@ def test_kata_grade_records_the_grade_it_prints(tmp_path):
 @pytest.fixture()
 def fake_grade(monkeypatch):
     """`kata grade` with the runner replaced by a made-up result (no kernel runs)."""
-    monkeypatch.setattr("grader.runner.grade", lambda *args, **kwargs: make_grade(mode="interpret"))
+    monkeypatch.setattr("grader.grading.runner.grade", lambda *args, **kwargs: make_grade(mode="interpret"))
 
 
 def test_kata_grade_with_an_unwritable_store_still_prints_and_warns(tmp_path, fake_grade):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grader.compare import check_tensor_type, compare_values, same_values
+from grader.judge.compare import check_tensor_type, compare_values, same_values
 
 
 def test_allclose_matches_assert_close_rule():
@@ -133,7 +133,7 @@ def test_norm_mode_with_a_zero_truth():
 
 
 def test_norm_mode_close_mask_marks_elements_beyond_their_share():
-    from grader.compare import close_mask
+    from grader.judge.compare import close_mask
     truth = _matrix()
     got = truth.clone()
     got[0, 0] += 10.0  # one big error, the rest exact

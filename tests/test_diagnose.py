@@ -10,15 +10,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import diagnose, watchdog
-from grader.catalog import get_kata
-from grader.checker import Checker
-from grader.diagnose import Diagnosis, Findings, analyse, classify, from_message, hidden_only
-from grader.inputs import AGAIN
-from grader.plan import build_plan
-from grader.report import render_report
-from grader.results import CaseResult
-from grader.runner import WorkerRun, _assemble
+from grader.grading.plan import build_plan
+from grader.grading.runner import WorkerRun, _assemble
+from grader.judge import diagnose
+from grader.judge.checker import Checker
+from grader.judge.diagnose import Diagnosis, Findings, classify, from_message, hidden_only
+from grader.judge.inputs import AGAIN
+from grader.judge.value_diagnosis import analyse
+from grader.kata.catalog import get_kata
+from grader.results.report import render_report
+from grader.results.schema import CaseResult
+from grader.sandbox import watchdog
 
 TOL = dict(atol=1e-6, rtol=1e-5)
 
@@ -289,11 +291,11 @@ def test_a_failing_case_message_says_what_was_seen_and_what_to_try(checker, tmp_
 
 
 def _timed(monkeypatch, tmp_path, fn, keep):
-    """fn timed by grader.timing's call-by-call loop on the CPU (tests/test_timing.py's fakes),
+    """fn timed by grader.timing.timer's call-by-call loop on the CPU (tests/test_timing.py's fakes),
     the outputs of the calls in `keep` verified by the checker."""
     from test_timing import _cpu_timing, _KeepAt, _vector_add_checker_and_args, _verify
 
-    from grader.inputs import case_seed
+    from grader.judge.inputs import case_seed
 
     timing = _cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args()

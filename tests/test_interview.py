@@ -19,16 +19,17 @@ from click.testing import CliRunner
 from fakes import PASS_MARK, fake_grade, fake_result
 from test_learner import run_kata
 
-from grader import cli_interview
-from grader.catalog import all_katas, get_kata
-from grader.cli import main
-from grader.debrief import render_debrief
-from grader.interview import (MIX, InterviewError, Interview, InterviewKata, STATE_FILE, load_interview,
-                              pick_katas, pick_track, save_interview, summarise, verdict)
-from grader.progress import FAILING, PASSING, KataProgress, record_grade
-from grader import tracks
-from grader.tracks import Track, TrackError, load_tracks, parse_tracks
-from grader.runner import grade as real_grade  # bound before the autouse fixture replaces it
+from grader.cli import learner as cli_interview
+from grader.cli.main import main
+from grader.grading.runner import grade as real_grade  # bound before the autouse fixture replaces it
+from grader.kata import tracks
+from grader.kata.catalog import all_katas, get_kata
+from grader.kata.tracks import Track, TrackError, load_tracks, parse_tracks
+from grader.learner.debrief import render_debrief
+from grader.learner.interview import (MIX, STATE_FILE, Interview, InterviewError, InterviewKata,
+                                      load_interview, pick_katas, pick_track, save_interview, summarise,
+                                      verdict)
+from grader.learner.progress import FAILING, PASSING, KataProgress, record_grade
 
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=timezone.utc)
 
@@ -47,10 +48,10 @@ ORIGINAL_THREE = ("vector_add", "softmax", "rms_norm")  # the selection logic, o
 
 @pytest.fixture(autouse=True)
 def no_store_and_fake_grading(monkeypatch):
-    monkeypatch.setitem(sys.modules, "grader.store", None)  # progress from workspaces only
-    monkeypatch.setattr("grader.runner.grade", fake_grade)
+    monkeypatch.setitem(sys.modules, "grader.store.database", None)  # progress from workspaces only
+    monkeypatch.setattr("grader.grading.runner.grade", fake_grade)
     # The interview logic on a fixed catalogue (the first three katas), whatever the real one holds.
-    from grader import catalog
+    from grader.kata import catalog
     every = catalog.all_katas
     monkeypatch.setattr(catalog, "all_katas", lambda: [k for k in every() if k.name in ORIGINAL_THREE])
 
@@ -125,7 +126,7 @@ TRACK_NAMES = ["warmup", "llm-training", "llm-inference", "fundamentals", "all"]
 def test_the_tracks_file_names_only_katas_or_katas_to_come():
     """A typo in katas/tracks.yaml fails here (and in every --track command); a kata that lands
     must be placed in a track."""
-    from grader.catalog import kata_dirs
+    from grader.kata.catalog import kata_dirs
     installed = set(kata_dirs())
     defined = load_tracks(installed)  # raises TrackError on a name neither installed nor coming
     assert list(defined) == TRACK_NAMES
@@ -473,7 +474,7 @@ def test_debrief_renders_the_figures_in_both_formats(tmp_path):
     record_grade(folder / "vector_add", fake_result(
         "vector_add", "fail", "gpu", score=0, speedup=0.5, roofline=0.3,
         message="1 case(s) failed; first: vector_add/odd_tail: <script>x</script> differs"), T0 + timedelta(minutes=30))
-    from grader.hints import take_hint
+    from grader.learner.hints import take_hint
     take_hint(get_kata("softmax"), folder / "softmax", T0 + timedelta(minutes=5))
     itv = load_interview(folder)
     summary = summarise(itv, {"softmax": get_kata("softmax"), "vector_add": get_kata("vector_add")},
@@ -495,7 +496,7 @@ def test_debrief_renders_the_figures_in_both_formats(tmp_path):
 # --- for real -------------------------------------------------------------------------------
 
 def test_a_real_interview_end_to_end(tmp_path, monkeypatch):
-    monkeypatch.setattr("grader.runner.grade", real_grade)
+    monkeypatch.setattr("grader.grading.runner.grade", real_grade)
     folder = start(tmp_path, "--difficulty", "easy", "--count", "1")
     shutil.copyfile(get_kata("vector_add").reference_path, folder / "vector_add" / "solution.py")
     result = kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=8)
@@ -507,10 +508,10 @@ def test_a_real_interview_end_to_end(tmp_path, monkeypatch):
 
 
 def test_interview_grades_are_recorded_in_the_store(tmp_path, monkeypatch):
-    monkeypatch.delitem(sys.modules, "grader.store")  # the autouse fixture hid the store
-    from grader import store
+    monkeypatch.delitem(sys.modules, "grader.store.database")  # the autouse fixture hid the store
+    from grader.store import database as store
 
-    monkeypatch.setattr("grader.runner.grade", real_grade)
+    monkeypatch.setattr("grader.grading.runner.grade", real_grade)
     db = tmp_path / "results.sqlite"
     monkeypatch.setenv("KATA_DB", str(db))
     folder = start(tmp_path, "--difficulty", "easy", "--count", "1")

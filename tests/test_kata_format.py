@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader import catalog
-from grader.costexpr import CostExpressionError, evaluate
-from grader.kata import KataFormatError, load_kata, parse_kata
-from grader.runner import grade
+from grader.grading.runner import grade
+from grader.kata import catalog
+from grader.kata.costexpr import CostExpressionError, evaluate
+from grader.kata.format import KataFormatError, load_kata, parse_kata
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -46,8 +46,8 @@ def test_documented_examples_cover_the_catalogue_to_come():
 def test_an_argument_holding_a_dtype_chooses_the_output_dtype():
     import torch
 
-    from grader.compare import compare_values
-    from grader.inputs import output_dtype
+    from grader.judge.compare import compare_values
+    from grader.judge.inputs import output_dtype
 
     kinds = {raw["name"]: raw for raw in documented_examples()}
     quant = parse_kata(kinds["quant_int8"], Path("katas/quant_int8"), Path("r.py"))
@@ -88,7 +88,7 @@ def test_an_output_may_declare_its_own_tolerance():
 def test_the_checker_grades_an_output_by_its_own_tolerance():
     import torch
 
-    from grader.checker import Checker
+    from grader.judge.checker import Checker
     kinds = {raw["name"]: raw for raw in documented_examples()}
     task = parse_kata(kinds["rms_norm_backward"], Path("katas/rms_norm_backward"), Path("r.py")).tasks[0]
     checker = Checker.__new__(Checker)  # compare() needs no spec: the truth is handed in
@@ -105,8 +105,8 @@ def test_the_checker_grades_an_output_by_its_own_tolerance():
 
 
 def test_the_workspace_readme_lists_tolerances_by_output():
-    from grader.catalog import get_kata
-    from grader.report import render_workspace_readme
+    from grader.kata.catalog import get_kata
+    from grader.results.report import render_workspace_readme
     text = render_workspace_readme(get_kata("layer_norm"))
     assert "`dweight`: float32 atol 0.005, rtol 5e-05" in text  # the output's own
     assert "`dx`: float32 atol 1e-05, rtol 1e-05; float16" in text  # the task's, per dtype
@@ -168,8 +168,8 @@ def test_skip_rules_and_interpreter_defaults():
 
 
 def test_a_task_skipped_whole_in_a_mode_is_not_graded_there():
-    from grader.results import CaseResult, TaskResult
-    from grader.scoring import summarise_task, tasks_correct
+    from grader.results.schema import CaseResult, TaskResult
+    from grader.results.scoring import summarise_task, tasks_correct
 
     def task(name, *statuses):
         cases = [CaseResult(task=name, name=f"c{i}", dtype="float32", shape=None, hidden=False,
@@ -232,7 +232,7 @@ def test_first_call_inplace_outputs_are_handed_over_as_copies(fixture_katas, mon
     reads the first call's: so the first call's in-place outputs go over as copies."""
     import torch
 
-    from grader import worker
+    from grader.sandbox import worker
     runner = worker.CaseRunner.__new__(worker.CaseRunner)
     runner.task = catalog.get_kata("toy_multi").tasks[0]  # sgd_step: params updated in place
     runner.device, runner.shared = "cuda", []
@@ -324,7 +324,7 @@ def test_a_bad_tolerance_expression_is_refused_when_the_kata_loads(rule, error):
 def test_the_scale_judges_a_cancelling_sum_by_its_terms():
     import torch
 
-    from grader.checker import Checker
+    from grader.judge.checker import Checker
     task = _scan_example()
     checker = Checker.__new__(Checker)
     checker.device = "cpu"
@@ -382,7 +382,7 @@ def test_a_norm_compared_output_parses_with_its_tolerance_per_case():
 def test_the_checker_compares_a_norm_output_as_a_whole():
     import torch
 
-    from grader.checker import Checker
+    from grader.judge.checker import Checker
     task = _newton_schulz_example()
     checker = Checker.__new__(Checker)
     checker.device = "cpu"
@@ -428,8 +428,8 @@ def test_a_norm_output_takes_no_tolerance_table_nor_scale():
 
 
 def test_the_workspace_readme_says_a_norm_output_is_compared_as_a_whole():
-    from grader.catalog import get_kata
-    from grader.report import render_workspace_readme
+    from grader.kata.catalog import get_kata
+    from grader.results.report import render_workspace_readme
     text = render_workspace_readme(get_kata("muon"))
     assert "- how each output is compared:" in text
     assert "`out`: normwise" in text and "||got - truth||_F / ||truth||_F <= 0.01 + 0.02 * steps" in text
@@ -471,7 +471,7 @@ def test_a_bad_memory_budget_is_refused_when_the_kata_loads(budget, error):
 
 
 def test_the_workspace_readme_states_the_memory_budget_and_where_it_is_checked():
-    from grader.report import render_workspace_readme
+    from grader.results.report import render_workspace_readme
     text = render_workspace_readme(catalog.get_kata("cross_entropy"))
     assert "memory budget" in text and "0.02 * B * V * itemsize" in text
     assert "checked on a GPU only" in text

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import KATA_NAMES
-from grader.catalog import get_kata
-from grader.kata import MODES
+from grader.kata.catalog import get_kata
+from grader.kata.format import MODES
 
 
 @pytest.mark.parametrize("name", KATA_NAMES)

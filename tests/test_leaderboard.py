@@ -8,8 +8,8 @@ import re
 import pytest
 
 from grade_factory import H100, INTERPRETER
-from grader.leaderboard import build_leaderboard, render_leaderboard
-from grader.store import Attempt
+from grader.store.database import Attempt
+from grader.store.leaderboard import build_leaderboard, render_leaderboard
 
 RTX = "NVIDIA GeForce RTX 4090"
 

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from grade_factory import make_grade
-from grader import store
-from grader.cli import main
+from grader.cli.main import main
+from grader.store import database as store
 
 CHROMIUM = os.environ.get("KATA_CHROMIUM") or next(
     (p for p in (shutil.which("chromium"), shutil.which("chromium-browser"), shutil.which("google-chrome"))

@@ -1,6 +1,6 @@
 """The learner's loop: kata hint, watch, reset, solution, and kata list's status column.
 
-Most tests grade with fakes.fake_grade (grader.runner.grade replaced): a real interpreter grade
+Most tests grade with fakes.fake_grade (grader.grading.runner.grade replaced): a real interpreter grade
 takes seconds. test_real_grade_unlocks_the_solution_and_shows_in_list grades for real.
 """
 
@@ -21,12 +21,12 @@ import pytest
 from click.testing import CliRunner
 from fakes import PASS_MARK, fake_grade, fake_result
 
-from grader import cli_interview
-from grader.catalog import get_kata
-from grader.cli import main
-from grader.progress import (FAILING, FAST, NOT_STARTED, PASSING, load_record, record_grade,
-                             record_path, status_from_best)
-from grader.watch import countdown, watch_file
+from grader.cli import learner as cli_interview
+from grader.cli.main import main
+from grader.kata.catalog import get_kata
+from grader.learner.progress import (FAILING, FAST, NOT_STARTED, PASSING, load_record, record_grade,
+                                     record_path, status_from_best)
+from grader.learner.watch import countdown, watch_file
 
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=timezone.utc)
 REPO = Path(__file__).resolve().parent.parent
@@ -38,7 +38,7 @@ def invoke(*args, input=None, env=None):
 
 @pytest.fixture()
 def fake_grading(monkeypatch):
-    monkeypatch.setattr("grader.runner.grade", fake_grade)
+    monkeypatch.setattr("grader.grading.runner.grade", fake_grade)
 
 
 @pytest.fixture()
@@ -142,7 +142,7 @@ def _list_rows(output: str) -> dict[str, tuple[str, str]]:
 
 
 def test_list_shows_status_and_best_score_from_the_workspaces(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "grader.store", None)  # no results store: workspaces only
+    monkeypatch.setitem(sys.modules, "grader.store.database", None)  # no results store: workspaces only
     for name in ("vector_add", "softmax", "rms_norm"):
         invoke("new", name, "--dir", tmp_path)
     record_grade(tmp_path / "vector_add", fake_result("vector_add", "fail"), T0)
@@ -162,7 +162,7 @@ def test_list_shows_status_and_best_score_from_the_workspaces(tmp_path, monkeypa
 
 
 def test_list_reads_the_workspace_it_is_run_in(workspace, monkeypatch):
-    monkeypatch.setitem(sys.modules, "grader.store", None)
+    monkeypatch.setitem(sys.modules, "grader.store.database", None)
     record_grade(workspace, fake_result("vector_add", "pass"), T0)
     monkeypatch.chdir(workspace)
     assert _list_rows(invoke("list").output)["vector_add"] == ("passing", "50")
@@ -181,7 +181,7 @@ def test_status_rules(status, mode, speedup, expected):
 
 
 @dataclass
-class BestScore:  # the shape grader.store.best_by_kata returns
+class BestScore:  # the shape grader.store.database.best_by_kata returns
     kata: str
     score: float
     status: str
@@ -191,7 +191,7 @@ class BestScore:  # the shape grader.store.best_by_kata returns
 
 
 def fake_store(db_path: Path, bests: dict | Exception) -> types.ModuleType:
-    store = types.ModuleType("grader.store")
+    store = types.ModuleType("grader.store.database")
     store.default_db_path = lambda: db_path
 
     def best_by_kata(path, handle=None):
@@ -211,7 +211,7 @@ def test_list_prefers_the_results_store_and_falls_back_to_the_workspace(tmp_path
     record_grade(tmp_path / "vector_add", fake_result("vector_add", "pass"), T0)
     db = tmp_path / "results.db"
     store = fake_store(db, {"softmax": BestScore("softmax", 91.0, "pass", 1.2, "gpu", "2026-01-05T10:00:00+00:00")})
-    monkeypatch.setitem(sys.modules, "grader.store", store)
+    monkeypatch.setitem(sys.modules, "grader.store.database", store)
 
     rows = _list_rows(invoke("list", "--dir", tmp_path).output)
     assert rows["softmax"] == ("failing", "0")  # the store's database does not exist yet
@@ -224,7 +224,7 @@ def test_list_prefers_the_results_store_and_falls_back_to_the_workspace(tmp_path
 def test_list_survives_a_broken_store_with_a_warning(tmp_path, monkeypatch):
     db = tmp_path / "results.db"
     db.write_bytes(b"")
-    monkeypatch.setitem(sys.modules, "grader.store", fake_store(db, RuntimeError("database is locked")))
+    monkeypatch.setitem(sys.modules, "grader.store.database", fake_store(db, RuntimeError("database is locked")))
     result = CliRunner().invoke(main, ["list", "--dir", str(tmp_path)])
     assert result.exit_code == 0 and "database is locked" in result.output
     assert _list_rows(result.output.split("Warning")[0])["softmax"] == ("not started", "-")
@@ -264,7 +264,7 @@ def test_reset_without_a_workspace_is_a_usage_error(tmp_path):
 # --- kata solution --------------------------------------------------------------------------
 
 def test_solution_needs_a_pass_or_force_which_is_recorded(workspace, monkeypatch):
-    monkeypatch.setitem(sys.modules, "grader.store", None)
+    monkeypatch.setitem(sys.modules, "grader.store.database", None)
     reference = get_kata("vector_add").reference_path.read_text()
     refused = CliRunner().invoke(main, ["solution", "vector_add", "--dir", str(workspace.parent)])
     assert refused.exit_code == 1 and "--force" in refused.output and reference not in refused.output
@@ -277,7 +277,7 @@ def test_solution_needs_a_pass_or_force_which_is_recorded(workspace, monkeypatch
 
 
 def test_solution_after_a_pass_is_not_a_reveal(workspace, monkeypatch):
-    monkeypatch.setitem(sys.modules, "grader.store", None)
+    monkeypatch.setitem(sys.modules, "grader.store.database", None)
     record_grade(workspace, fake_result("vector_add", "pass"), T0)
     shown = CliRunner().invoke(main, ["solution", "vector_add", "--dir", str(workspace.parent)])
     assert shown.exit_code == 0 and get_kata("vector_add").reference_path.read_text() in shown.output
@@ -288,7 +288,7 @@ def test_solution_after_a_pass_recorded_in_the_store(tmp_path, monkeypatch):
     db = tmp_path / "results.db"
     db.write_bytes(b"")
     store = fake_store(db, {"softmax": BestScore("softmax", 50.0, "pass", None, "interpret", "x")})
-    monkeypatch.setitem(sys.modules, "grader.store", store)
+    monkeypatch.setitem(sys.modules, "grader.store.database", store)
     shown = CliRunner().invoke(main, ["solution", "softmax", "--dir", str(tmp_path)])
     assert shown.exit_code == 0 and "def softmax" in shown.output
     refused = CliRunner().invoke(main, ["solution", "rms_norm", "--dir", str(tmp_path)])
@@ -362,7 +362,7 @@ def test_countdown_ticks_until_the_deadline():
 # --- for real -------------------------------------------------------------------------------
 
 def test_real_grade_unlocks_the_solution_and_shows_in_list(workspace, monkeypatch):
-    monkeypatch.setitem(sys.modules, "grader.store", None)
+    monkeypatch.setitem(sys.modules, "grader.store.database", None)
     shutil.copyfile(get_kata("vector_add").reference_path, workspace / "solution.py")
     assert invoke("grade", workspace, "--interpret").exit_code == 0
     assert _list_rows(invoke("list", "--dir", workspace.parent).output)["vector_add"] == ("passing", "50")

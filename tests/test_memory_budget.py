@@ -1,4 +1,4 @@
-"""Memory budgets (grader/memory_budget.py): the judgement, the meter's arithmetic and its hook in
+"""Memory budgets (grader/kata/memory_budget.py): the judgement, the meter's arithmetic and its hook in
 the guard bands, all on the CPU. A CUDA caching allocator is simulated where the meter reads
 one; the real measurement runs in the GPU grades (a budget kata's reference passes, and
 tests/wrong_gpu/cross_entropy_fp32_copy.py fails with the diagnosis memory_budget)."""
@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grader import diagnose, memory_budget
-from grader.guardbands import GUARD_BYTES, GuardedFactories
-from grader.memory_budget import PeakMeter, human_bytes, judge, output_bytes
+from grader.judge import diagnose
+from grader.kata import memory_budget
+from grader.kata.memory_budget import PeakMeter, human_bytes, judge, output_bytes
+from grader.sandbox.guardbands import GUARD_BYTES, GuardedFactories
 
 
 def test_within_the_budget_passes_and_over_it_says_by_how_much_and_why():
@@ -124,8 +125,8 @@ def test_the_guard_bands_pause_the_meter_around_each_relocation_only():
 
 
 def test_the_worker_measures_only_on_a_gpu_and_only_where_a_budget_is_declared():
-    from grader.catalog import get_kata
-    from grader.worker import CaseRunner
+    from grader.kata.catalog import get_kata
+    from grader.sandbox.worker import CaseRunner
 
     def budget(kata: str, device: str):
         task = get_kata(kata).tasks[0]

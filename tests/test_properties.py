@@ -1,4 +1,4 @@
-"""Property checks (grader/properties.py) and the dropout kata's own (katas/dropout/spec.py).
+"""Property checks (grader/judge/properties.py) and the dropout kata's own (katas/dropout/spec.py).
 
 Outputs here are made with torch, a mask drawn from torch's generator standing in for a correct
 kernel's: the property check must accept any good generator, and name each classic bug.
@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grader.catalog import get_kata
-from grader.checker import Checker, load_spec
-from grader.inputs import AGAIN, make_case_inputs
-from grader.properties import judge
+from grader.judge.checker import Checker, load_spec
+from grader.judge.inputs import AGAIN, make_case_inputs
+from grader.judge.properties import judge
+from grader.kata.catalog import get_kata
 
 KATA = get_kata("dropout")
 TASK = KATA.tasks[0]
@@ -167,7 +167,7 @@ def test_dropout_property_unwritten_and_misshapen_outputs_fail():
     assert not verdict["ok"] and "shape (800,)" in verdict["message"]
 
 
-# ---- grader/properties.py and the checker's side -------------------------------------------
+# ---- grader/judge/properties.py and the checker's side -------------------------------------------
 
 
 def saved(out):

@@ -1,6 +1,6 @@
 """The parent's side of the worker's line: verdicts case by case, correctness before timing, the
-secret choice of verified timed calls, and questions asked out of turn (grader.control); and the
-replay of the input changes made before timed calls (grader.perturb)."""
+secret choice of verified timed calls, and questions asked out of turn (grader.sandbox.control); and the
+replay of the input changes made before timed calls (grader.timing.perturb)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import socket
 import pytest
 import torch
 
-from grader.control import SAMPLED, ParentLine, ParentSampler, Referee
-from grader.perturb import Perturber, replay
+from grader.sandbox.control import SAMPLED, ParentLine, ParentSampler, Referee
+from grader.timing.perturb import Perturber, replay
 
 PLAN = [{"key": f"t/c{i}/float32", "task": "t", "case": f"c{i}", "dtype": "float32"} for i in range(3)]
 
@@ -208,7 +208,7 @@ def test_a_grade_that_times_has_the_gpu_to_itself():
     import threading
     import time
 
-    from grader.control import GpuTurns
+    from grader.sandbox.control import GpuTurns
 
     turns, log = GpuTurns(), []
     turns.case_begin()  # grade A is in a case

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox
-from grader.catalog import get_kata
-from grader.runner import grade
+from grader.grading.runner import grade
+from grader.kata.catalog import get_kata
+from grader.sandbox import lockdown as sandbox
 
 KERNEL = '''
 import torch
@@ -167,7 +167,7 @@ def test_exception_in_a_kernel_launch_is_reported(tmp_path):
 
 
 def test_checker_in_its_own_process_gives_the_same_verdicts(tmp_path, monkeypatch):
-    # On a GPU the checker runs as `python -m grader.checker`; the hook makes the CPU do the same.
+    # On a GPU the checker runs as `python -m grader.judge.checker`; the hook makes the CPU do the same.
     monkeypatch.setenv("KATA_CHECKER_PROCESS", "1")
     good = grade_source(tmp_path, KERNEL, seed=7)
     assert good.status == "pass" and good.cheat is None

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from grade_factory import H100, make_grade
-from grader import store
-from grader.handle import HandleError, resolve_handle
-from grader.results import GradeResult
+from grader.results.schema import GradeResult
+from grader.store import database as store
+from grader.store.handle import HandleError, resolve_handle
 
 TESTS = Path(__file__).parent
 
@@ -157,7 +157,7 @@ RECORDER = """
 import os, sys, time
 from pathlib import Path
 from grade_factory import make_grade
-from grader import store
+from grader.store import database as store
 db, index, go = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 Path(f"{go}.ready{index}").touch()
 while not go.exists():  # all start writing at the same moment
@@ -197,7 +197,7 @@ CRASHER = """
 import os, sys
 from pathlib import Path
 from grade_factory import make_grade
-from grader import store
+from grader.store import database as store
 def die(*args):  # the grade row is inserted, its tasks are not: the process dies here
     os._exit(7)
 store._insert_tasks = die

@@ -1,6 +1,6 @@
 """The roofline floor used by the grader and the benchmark."""
 
-from grader.timing import floor_ms
+from grader.timing.timer import floor_ms
 
 CEILINGS = {"copy_gbps": 1000.0, "matmul_tflops": 500.0}
 
@@ -17,10 +17,10 @@ class _FakeEvent:
 
 
 def _cpu_timing(monkeypatch):
-    """grader.timing's call-by-call loop on the CPU: CUDA events and syncs faked, same logic."""
+    """grader.timing.timer's call-by-call loop on the CPU: CUDA events and syncs faked, same logic."""
     import torch
 
-    from grader import timing
+    from grader.timing import timer as timing
 
     monkeypatch.setattr(timing, "_Event", _FakeEvent)
     monkeypatch.setattr(timing, "_record", lambda event: None)
@@ -44,9 +44,9 @@ class _KeepAt:
 def _vector_add_checker_and_args():
     import importlib.util
 
-    from grader.catalog import get_kata
-    from grader.checker import Checker
-    from grader.inputs import make_case_inputs
+    from grader.judge.checker import Checker
+    from grader.judge.inputs import make_case_inputs
+    from grader.kata.catalog import get_kata
 
     kata = get_kata("vector_add")
     task = kata.tasks[0]
@@ -65,7 +65,7 @@ def _vector_add_checker_and_args():
 def _verify(checker, planned, result, tmp_path):
     import torch
 
-    from grader.inputs import case_seed  # noqa: F401 - the seed the worker's timing uses
+    from grader.judge.inputs import case_seed  # noqa: F401 - the seed the worker's timing uses
 
     samples = []
     for i, sample in enumerate(result.checked):
@@ -76,7 +76,7 @@ def _verify(checker, planned, result, tmp_path):
 
 
 def test_kept_timed_outputs_verify_against_replayed_inputs(monkeypatch, tmp_path):
-    from grader.inputs import case_seed
+    from grader.judge.inputs import case_seed
 
     timing = _cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args()
@@ -89,7 +89,7 @@ def test_kept_timed_outputs_verify_against_replayed_inputs(monkeypatch, tmp_path
 
 
 def test_a_stale_timed_output_is_named_cached_results(monkeypatch, tmp_path):
-    from grader.inputs import case_seed
+    from grader.judge.inputs import case_seed
 
     timing = _cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args()
@@ -109,7 +109,7 @@ def test_a_stale_timed_output_is_named_cached_results(monkeypatch, tmp_path):
 
 
 def test_a_timed_output_wrong_for_other_reasons_is_not_called_a_cheat(monkeypatch, tmp_path):
-    from grader.inputs import case_seed
+    from grader.judge.inputs import case_seed
 
     timing = _cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args()

@@ -1,5 +1,5 @@
 """The torch_compute rule: PyTorch may allocate, fill, view and copy during a checked call, nothing
-else (grader/allowed_ops.py, grader/guards.py, docs/SCORING.md). The cheats that break it are
+else (grader/kata/allowed_ops.py, grader/sandbox/guards.py, docs/SCORING.md). The cheats that break it are
 under tests/cheats/ (tests/test_cheats.py); here: the ways round the check, one process running
 them all as the worker would (tests/op_escapes.py), the kata.yaml key, and honest code clean."""
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader import catalog
-from grader.allowed_ops import BASE_ALLOWED, HOST_READS, describe, effective_allowed
-from grader.kata import KataFormatError, parse_kata
-from grader.runner import grade
+from grader.grading.runner import grade
+from grader.kata import catalog
+from grader.kata.allowed_ops import BASE_ALLOWED, HOST_READS, describe, effective_allowed
+from grader.kata.format import KataFormatError, parse_kata
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -176,8 +176,8 @@ def test_the_guards_do_not_import_dynamo():
     import sys
     code = (
         "import sys, torch\n"
-        "from grader.guards import submission_guards, watch_torch_compute\n"
-        "from grader.guardbands import GuardedFactories\n"
+        "from grader.sandbox.guards import submission_guards, watch_torch_compute\n"
+        "from grader.sandbox.guardbands import GuardedFactories\n"
         "with submission_guards({}, {'aten.sort'}, []), watch_torch_compute(frozenset()), GuardedFactories():\n"
         "    torch.ones(3) + 1\n"
         "print('torch._dynamo' in sys.modules)\n")
@@ -189,7 +189,6 @@ REENABLED_COMPILE = '''
 import torch
 import torch._dynamo
 torch._dynamo.config.disable = False  # switch torch.compile back on
-exec(open({cheat!r}).read().replace("@torch.compile", "@torch.compile(backend={backend!r})"))
 '''
 
 
@@ -197,8 +196,8 @@ def test_torch_compile_switched_back_on_is_named(tmp_path):
     # backend "eager" keeps the test fast on the CPU; on a GPU inductor writes Triton kernels the
     # op recorder cannot see (tests/gpu/test_gpu_torch_compute.py): the switch is the evidence.
     path = tmp_path / "solution.py"
-    path.write_text(REENABLED_COMPILE.format(
-        cheat=str(TESTS / "cheats" / "vector_add_torch_compile.py"), backend="eager"))
+    cheat = (TESTS / "cheats" / "vector_add_torch_compile.py").read_text()
+    path.write_text(REENABLED_COMPILE + cheat.replace("@torch.compile", '@torch.compile(backend="eager")'))
     result = grade(catalog.get_kata("vector_add"), path, "interpret")
     assert result.cheat == "torch_compute", result.cheats
     assert "torch.compile was switched back on" in result.cheats[0]["message"], result.cheats[0]

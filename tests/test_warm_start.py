@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import runner, sandbox, warm_start
-from grader.catalog import get_kata
-from grader.runner import grade
+from grader.grading import runner, warm_start
+from grader.grading.runner import grade
+from grader.kata.catalog import get_kata
+from grader.sandbox import lockdown as sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reference" / "vector_add.py"
@@ -110,7 +111,7 @@ def test_a_submission_cannot_use_the_server(private_server, tmp_path):
     escape = tmp_path / "escaped"
     source = REFERENCE.read_text() + f'''
 from pathlib import Path
-from grader import warm_start
+from grader.grading import warm_start
 import socket, json
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 with warm_start._SocketAddress(Path({str(private_server)!r})) as address:
@@ -138,7 +139,7 @@ def test_the_server_leaves_when_idle(tmp_path):
     folder.mkdir(mode=0o700)
     path = folder / "idle.sock"
     code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
-            f"from grader.warm_start import serve; sys.exit(serve(Path({str(path)!r}), idle_s=1))")
+            f"from grader.grading.warm_start import serve; sys.exit(serve(Path({str(path)!r}), idle_s=1))")
     started = time.monotonic()
     subprocess.run([sys.executable, "-c", code], timeout=120, check=True)
     assert time.monotonic() - started < 60

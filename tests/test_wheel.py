@@ -42,7 +42,8 @@ def test_wheel_installs_into_a_fresh_venv_and_grades(tmp_path):
         source, cwd=tmp_path)
     wheel = next(dist.glob("triton_kata-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for needed in ("grader/cli.py", "grader/worker.py", "grader/katas/softmax/kata.yaml", "grader/katas/tracks.yaml",
+    for needed in ("grader/cli/main.py", "grader/sandbox/worker.py", "grader/judge/checker.py",
+                   "grader/katas/softmax/kata.yaml", "grader/katas/tracks.yaml",
                    "grader/katas/softmax/spec.py", "grader/katas/rms_norm/stub.py",
                    "grader/reference/vector_add.py", "grader/templates/report.html.j2",
                    "grader/templates/leaderboard.html.j2", "grader/templates/leaderboard.md.j2"):

@@ -10,9 +10,9 @@ import re
 import pytest
 
 from conftest import WRONG, WRONG_GPU, expected_failures, kata_of_wrong
-from grader.catalog import get_kata
-from grader.diagnose import ADVICE
-from grader.report import render_report
+from grader.judge.diagnose import ADVICE
+from grader.kata.catalog import get_kata
+from grader.results.report import render_report
 
 WRONG_FILES = sorted(WRONG.glob("*.py"))
 WRONG_GPU_FILES = sorted(WRONG_GPU.glob("*.py"))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from grader.batch.engine import Job
-from grader.results import GradeResult
+from grader.results.schema import GradeResult
 
 MAX_TRIES = 3  # the first try and two retries
 TICK_S = 0.5  # how often the progress line is redrawn while nothing finishes

@@ -1,6 +1,6 @@
 """Where a batch's grades run: Ray (an embedded local instance, or a cluster), or, without Ray,
 a local pool of grading processes. Both run `run_job`, which grades one submission with
-grader.runner.grade exactly as `kata grade` does, and both give one grade a GPU to itself.
+grader.grading.runner.grade exactly as `kata grade` does, and both give one grade a GPU to itself.
 
 The driver (grader.batch.driver) keeps the grades in flight at most `slots`, submits a job
 when a slot frees, and is told of each job's end as an Outcome: the GradeResult, a crash (the
@@ -100,8 +100,8 @@ def run_job(job: Job):
     """Grade one submission (in a Ray worker or a pool process): in place when this machine sees
     the driver's file unchanged, else from the shipped copy in a private temporary folder. The
     result is what `kata grade --json` would print for the file."""
-    from grader.catalog import get_kata
-    from grader.runner import grade
+    from grader.kata.catalog import get_kata
+    from grader.grading.runner import grade
 
     kata = get_kata(job.kata)
     here = kata_digest(kata.directory)
@@ -253,7 +253,7 @@ def local_runtime_env() -> dict:
 
 def _visible_gpus() -> list[str]:
     """The GPUs this process may use, as CUDA_VISIBLE_DEVICES names them (or their indexes)."""
-    from grader.cuda_probe import device_count
+    from grader.grading.cuda_probe import device_count
 
     listed = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
     count = device_count()

@@ -3,7 +3,7 @@
 Every grade of a batch is recorded with the label `batch-<source digest>-<run>` (the store's
 label column: what a grade was part of) and an attempt id derived from the batch and the
 submission: sha256(label, handle, kata, the submission's sha256). The store takes an attempt id
-once (grader.store.record_grade), so a result recorded twice, by a resume or by two drivers of
+once (grader.store.database.record_grade), so a result recorded twice, by a resume or by two drivers of
 one batch, is still one row: nothing is counted twice. A run of the same SOURCE (same mode and
 --kata) without --resume is a new run: run + 1, a new label, every submission graded again.
 
@@ -17,12 +17,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import diagnose
-from grader.kata import Kata
-from grader.plan import build_plan
-from grader.results import ERROR, NOT_RUN, SKIPPED, CaseResult, GradeResult, TaskResult
-from grader.scoring import score, summarise_task
-from grader.store import attempts, record_grade
+from grader.grading.plan import build_plan
+from grader.judge import diagnose
+from grader.kata.format import Kata
+from grader.results.schema import ERROR, NOT_RUN, SKIPPED, CaseResult, GradeResult, TaskResult
+from grader.results.scoring import score, summarise_task
+from grader.store.database import attempts, record_grade
 
 LABEL_PREFIX = "batch-"
 

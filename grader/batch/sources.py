@@ -19,9 +19,9 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.catalog import UnknownKataError, get_kata
-from grader.handle import HandleError, validate_handle
-from grader.kata import KataFormatError
+from grader.kata.catalog import UnknownKataError, get_kata
+from grader.kata.format import KataFormatError
+from grader.store.handle import HandleError, validate_handle
 
 SOLUTION = "solution.py"  # a workspace's solution file (grader.workspace.SOLUTION)
 COLUMNS = ("handle", "kata", "path")

@@ -2,7 +2,7 @@
 
 There is no ground truth to compare with: which elements are kept depends on the generator the
 candidate picks, and any good one is right. So the outputs are judged by their properties
-(kata.yaml: `check: {property: check_dropout}`; grader/properties.py calls it in the trusted
+(kata.yaml: `check: {property: check_dropout}`; grader/judge/properties.py calls it in the trusted
 checker with the regenerated inputs and the saved outputs of both checked calls):
 
 - every element is 0 (dropped) or x / (1 - p) (kept), within the dtype's tolerance;

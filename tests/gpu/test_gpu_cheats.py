@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.catalog import get_kata
-from grader.perturb import replay
-from grader.runner import grade
+from grader.grading.runner import grade
+from grader.kata.catalog import get_kata
+from grader.timing.perturb import replay
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -146,8 +146,8 @@ def vector_add(x, y):
 
 
 def test_short_kernels_are_timed_by_graph_replay():
-    from grader import timing
-    from grader.catalog import get_kata as kata
+    from grader.kata.catalog import get_kata as kata
+    from grader.timing import timer as timing
 
     import importlib.util
     spec = importlib.util.spec_from_file_location("ref_vector_add", kata("vector_add").reference_path)
@@ -186,7 +186,7 @@ def test_prediction_of_the_checked_timed_calls_gets_nowhere(tmp_path):
 import gc
 import random
 
-from grader.inputs import case_seed
+from grader.judge.inputs import case_seed
 
 _calls, _cache, _state = {}, {}, {}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.catalog import get_kata
-from grader.runner import grade
+from grader.grading.runner import grade
+from grader.kata.catalog import get_kata
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

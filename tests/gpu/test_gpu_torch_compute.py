@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import catalog
-from grader.runner import grade
+from grader.grading.runner import grade
+from grader.kata import catalog
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -72,9 +72,9 @@ def test_torch_compile_switched_back_on_is_caught(tmp_path):
     # none of its work: switching torch.compile back on is the evidence.
     cheat = TESTS / "cheats" / "vector_add_torch_compile.py"
     path = tmp_path / "solution.py"
-    path.write_text(
+    path.write_text(  # Triton's JIT needs its kernels' source in a file: the cheat, prefixed
         "import torch\nimport torch._dynamo\nimport torch._inductor.config\n"
         "torch._dynamo.config.disable = False\n"
         "torch._inductor.config.compile_threads = 1  # no compile workers (the sandbox refuses them)\n"
-        f"exec(open({str(cheat)!r}).read())\n")
+        + cheat.read_text())
     _torch_compute(grade(catalog.get_kata("vector_add"), path, "gpu"), "torch.compile was switched back on")

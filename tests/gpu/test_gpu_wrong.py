@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from conftest import WRONG_GPU, expected_failures, kata_of_wrong
-from grader.catalog import get_kata
-from grader.runner import grade
+from grader.grading.runner import grade
+from grader.kata.catalog import get_kata
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

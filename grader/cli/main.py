@@ -1,0 +1,298 @@
+"""The `kata` command line: parses arguments and formats results; the work is in grader.*."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+from tabulate import tabulate
+
+from grader import __version__
+from grader.cli.common import (EXIT_FAIL, EXIT_PASS, complete_kata, complete_track, kata_or_exit,
+                               resolve_mode, track_or_exit, usage_error)
+from grader.cli.batch import COMMANDS as BATCH_COMMANDS  # batch grade (grader/batch/)
+from grader.cli.learner import COMMANDS as LEARNER_COMMANDS  # hint, watch, reset, solution, interview
+from grader.cli.learner import after_grade
+from grader.cli.store import COMMANDS as STORE_COMMANDS  # history, export, import, leaderboard
+from grader.cli.store import db_option, db_path, handle_option, record_or_warn
+from grader.kata.catalog import UnknownKataError, all_katas
+from grader.kata.format import KataFormatError
+
+MAX_LISTED = 5  # failing cases listed in the terminal summary
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kata")
+def main():
+    """Practise GPU kernels in Triton: scaffold a kata, solve it, grade it.
+
+    \b
+      kata list                 the catalogue
+      kata new softmax          ./softmax/solution.py + ./softmax/README.md
+      kata grade softmax        hidden tests (and speed on a GPU), a scored report
+      kata hint softmax         the next of 3 hints
+      kata interview start      a timed mock interview with a graded debrief
+
+    Exit codes: 0 pass, 1 fail, 2 usage error.
+    """
+
+
+@main.command("list")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              help="Where your workspaces are, for status and best score (default: here).")
+@click.option("--track", "track_name", shell_complete=complete_track,
+              help="Only the katas of this interview track (warmup, llm-training, ...; docs/INTERVIEW.md).")
+def list_katas(directory, track_name):
+    """Show the katas: difficulty, topics, time budget, your status and best score."""
+    from grader.learner.progress import progress_by_kata
+    track = track_or_exit(track_name) if track_name else None
+    try:
+        katas = all_katas()
+    except KataFormatError as exc:
+        usage_error(f"A kata is broken: {exc}")
+    if track:
+        katas = track.select(katas)
+    progress, warnings = progress_by_kata(katas, directory)
+    rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min", progress[k.name].status,
+             "-" if progress[k.name].best_score is None else f"{progress[k.name].best_score:g}")
+            for k in katas]
+    if track:
+        missing = [name for name in track.katas or () if name not in {k.name for k in katas}]
+        click.echo(f"Track {track.name}: {track.description}"
+                   + (f" (not installed yet: {', '.join(missing)})" if missing else "") + "\n")
+    click.echo(tabulate(rows, headers=["kata", "title", "difficulty", "topics", "time", "status", "best"]))
+    for warning in warnings:
+        click.echo(f"Warning: {warning}", err=True)
+
+
+@main.command()
+@click.argument("kata", shell_complete=complete_kata)
+def show(kata):
+    """Show a kata's statement, signature, tolerances, what PyTorch may do, and public cases."""
+    from grader.results.report import render_workspace_readme
+    click.echo(render_workspace_readme(kata_or_exit(kata)))
+
+
+@main.command()
+@click.argument("kata", shell_complete=complete_kata)
+@click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Folder in which to create the KATA workspace folder.")
+@click.option("--force", is_flag=True, help="Replace an existing solution.py (a .bak copy is kept).")
+def new(kata, parent, force):
+    """Scaffold DIR/KATA/solution.py (the stub) and DIR/KATA/README.md (the statement)."""
+    from grader.learner.workspace import SolutionExistsError, scaffold
+    k = kata_or_exit(kata)
+    try:
+        made = scaffold(k, parent, force=force)
+    except SolutionExistsError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_FAIL)
+    if made.backup:
+        click.echo(f"Saved your previous solution as {made.backup}")
+    click.echo(f"Created {made.solution} and {made.readme}")
+    click.echo(f"Next: edit {made.solution}, then run: kata grade {made.directory}")
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path), default=Path("."))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object (docs/RESULTS.md).")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a report: Markdown (.md) or HTML (.html).")
+@click.option("--interpret", is_flag=True, help="Run on the CPU under the Triton interpreter (correctness only).")
+@click.option("--gpu", is_flag=True, help="Run on the GPU: correctness and speed (the default when CUDA is available).")
+@click.option("--timeout", type=click.FloatRange(min=1),
+              help="Time limit in seconds for the whole grade and for each case (default: 3 min on a "
+                   "GPU, 5 under the interpreter; a case gets an allowance plus a multiple of the "
+                   "baseline's time, at most 60 s).")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failing case.")
+@click.option("--keep-going", is_flag=True,
+              help="Run every case, and time the bench cases, even when cases failed (by default a "
+                   "task stops after 3 failing cases, and a wrong solution is not timed).")
+@click.option("--memory", "memory_gib", type=click.FloatRange(min=0.5),
+              help="CPU memory limit in GiB for the submission's process tree (default: half the machine, 4-32 GiB).")
+@click.option("--seed", type=int, help="Fix the input seed (to reproduce a failure); default: a fresh secret one.")
+@click.option("--kata", "kata_name", shell_complete=complete_kata,
+              help="Grade PATH against this kata, wherever the file is (default: the workspace's kata).")
+@handle_option
+@db_option
+@click.option("--no-record", is_flag=True, help="Do not record this grade in the results store.")
+@click.option("--case", "only_cases", multiple=True, metavar="NAME",
+              help="Run only this case (repeatable), e.g. the one that failed: a partial grade, "
+                   "never recorded.")
+def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going, memory_gib, seed,
+          kata_name, handle, db, no_record, only_cases):
+    """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
+    from grader.grading.runner import grade as run_grade
+    from grader.learner.workspace import WorkspaceError, resolve
+    from grader.results.report import ReportFormatError, report_format, to_json, write_report
+    try:
+        kata, solution = resolve(path, kata_name)
+        if report:
+            report_format(report)
+    except (WorkspaceError, ReportFormatError, UnknownKataError, KataFormatError) as exc:
+        usage_error(str(exc))
+    mode = resolve_mode(interpret, gpu)
+    if only_cases:
+        from grader.grading.plan import build_plan
+        from grader.grading.runner import select_cases
+        try:
+            select_cases(kata, build_plan(kata, mode), only_cases)
+        except ValueError as exc:
+            usage_error(str(exc))
+    if not as_json:
+        click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
+    progress = LiveProgress(kata) if not as_json and sys.stderr.isatty() else None
+    result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout, memory_gib=memory_gib,
+                       protected=_protected_paths(report, db), fail_fast=fail_fast,
+                       keep_going=keep_going, progress=progress, only_cases=only_cases or None)
+    if progress:
+        progress.finish()
+    if only_cases:  # a partial grade says nothing about the kata: not recorded anywhere
+        if not as_json:
+            click.echo(f"Graded only case(s) {', '.join(result.only_cases)}: a partial grade, not "
+                       "recorded.", err=True)
+    else:
+        if not no_record:
+            record_or_warn(result, db, handle)
+        after_grade(solution, result)  # the workspace's record: kata list, kata solution, interviews
+    if report:
+        write_report(result, report)
+    if as_json:
+        click.echo(to_json(result))
+    else:
+        click.echo(format_result(result))
+        if report:
+            click.echo(f"Report written to {report}")
+    sys.exit(EXIT_PASS if result.status == "pass" else EXIT_FAIL)
+
+
+class LiveProgress:
+    """One status line on a terminal (stderr), rewritten as the grade moves: case by case, then
+    the timing phase."""
+
+    def __init__(self, kata):
+        self.total = sum(len(c.dtypes) for t in kata.tasks for c in t.cases)
+        self.done = 0
+        self.failed = 0
+
+    def __call__(self, event: dict) -> None:
+        if event["type"] == "timed":
+            return
+        if event["type"] == "case":
+            self.done += 1
+            self.failed += event.get("status") != "pass"
+            return
+        what = "timing" if event.get("phase") == "timing" else "checking"
+        failed = f", {self.failed} failed" if self.failed else ""
+        line = f"  [{self.done} checked{failed}] {what} {event['key']}"
+        click.echo("\r\x1b[2K" + line[:119], nl=False, err=True)
+
+    def finish(self) -> None:
+        click.echo("\r\x1b[2K", nl=False, err=True)
+
+
+def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
+    """What the submission must not write: the report and the results store (with its WAL files)."""
+    paths = [report.resolve()] if report else []
+    try:
+        store = Path(db_path(db)).resolve()
+    except ImportError:  # no results store to protect
+        return paths
+    return paths + [store, store.with_name(store.name + "-wal"), store.with_name(store.name + "-shm")]
+
+
+def format_result(result) -> str:
+    colour = {"pass": "green", "fail": "red", "error": "red"}[result.status]
+    b = result.score_breakdown
+    lines = [click.style(f"{result.kata}: {result.status.upper()}", fg=colour, bold=True)
+             + f"  score {b.total:g}/{b.max_possible:g}  ({result.mode} mode, {result.device or 'no device'})"]
+    rows = []
+    for c in result.cases:
+        if c.status == "skipped":
+            continue
+        rows.append([c.task if len(result.tasks) > 1 else None, c.name, c.dtype,
+                     "x".join(map(str, c.shape)) if c.shape else "-", c.status,
+                     _num(c.max_abs_err), _num(c.time_ms), _num(c.baseline_ms),
+                     f"{c.speedup:.2f}x" if c.speedup else "-",
+                     f"{100 * c.roofline:.0f}%" if c.roofline else "-"])
+    headers = ["task", "case", "dtype", "shape", "status", "max err", "ms", "baseline ms", "speedup", "roofline"]
+    if len(result.tasks) == 1:
+        rows = [r[1:] for r in rows]
+        headers = headers[1:]
+    if rows:
+        lines += ["", tabulate(rows, headers=headers)]
+    if result.speed_measured:
+        lines.append(f"\nspeedup {result.speedup:.2f}x (geomean; threshold {result.threshold:g}x), "
+                     f"roofline {100 * (result.roofline or 0):.0f}%")
+    else:
+        lines.append("\nspeed not measured (" + ("Triton interpreter: correctness only"
+                     if result.mode == "interpret" else "not every case was correct") + ")")
+    reasons = Counter(s["reason"] for s in result.skipped)
+    for reason, count in reasons.items():
+        lines.append(f"skipped {count} case(s): {reason}")
+    failing = [c for c in result.cases if c.status in ("fail", "error") and c.message]
+    if len(failing) > 1:
+        lines += ["", "failing cases:"]
+        lines += [f"  {c.name} [{c.dtype}]: {c.message.splitlines()[0][:150]}" for c in failing[:MAX_LISTED]]
+        if len(failing) > MAX_LISTED:
+            lines.append(f"  ... and {len(failing) - MAX_LISTED} more")
+    if result.cheats:
+        lines += ["", click.style(f"rejected as a cheat: {result.cheat}", fg="red", bold=True)]
+        for c in result.cheats:
+            where = f" in {c['count']} case(s), first {c['first_case']}" if c.get("first_case") else ""
+            lines.append(f"  {c['reason']}{where}: {(c['message'].splitlines() or [''])[0][:200]}")
+    if result.diagnoses:
+        lines += ["", click.style("what went wrong:", bold=True)]
+        for d in result.diagnoses:
+            where = f" in {d['count']} case(s), first {d['first_case']}" if d.get("first_case") else ""
+            lines.append(f"  {d['code']}{where}: {(d['message'].splitlines() or [''])[0][:300]}")
+            if d.get("advice"):
+                lines.append(f"    -> {d['advice']}")
+    if result.message:
+        lines += ["", result.message]
+    if result.output.strip():
+        lines += ["", "output of the submission:", result.output.rstrip()]
+    return "\n".join(lines)
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+@main.command()
+@click.argument("katas", nargs=-1, shell_complete=complete_kata)
+@click.option("--interpret", is_flag=True, help="Run on the CPU under the Triton interpreter.")
+@click.option("--gpu", is_flag=True, help="Run on the GPU (the default when CUDA is available).")
+@click.option("--json", "as_json", is_flag=True, help="Print every grade as JSON.")
+def selftest(katas, interpret, gpu, as_json):
+    """Check the katas themselves: every reference must pass and every stub must fail."""
+    import json
+
+    from grader.grading.selftest import selftest as run_selftest
+    chosen = [kata_or_exit(k) for k in katas] if katas else all_katas()
+    mode = resolve_mode(interpret, gpu)
+    results = run_selftest(chosen, mode)  # side by side; timing phases take turns
+    if as_json:
+        click.echo(json.dumps([{"kata": r.kata, "ok": r.ok, "reference": r.reference.to_dict(),
+                                "stub": r.stub.to_dict()} for r in results], indent=2, default=str))
+    else:
+        rows = []
+        for r in results:
+            ref = r.reference
+            rows.append([r.kata, f"{ref.status} ({ref.score:g})",
+                         f"{ref.speedup:.2f}x" if ref.speedup else "-",
+                         f"{100 * ref.roofline:.0f}%" if ref.roofline else "-",
+                         r.stub.status, "ok" if r.ok else "BROKEN"])
+        click.echo(tabulate(rows, headers=["kata", "reference", "speedup", "roofline", "stub", "verdict"]))
+        for r in results:
+            if not r.ok:
+                bad = r.reference if r.reference.status != "pass" else r.stub
+                which = "reference" if bad is r.reference else "stub"
+                click.echo(f"\n{r.kata} {which}: {bad.message or bad.status}")
+    sys.exit(EXIT_PASS if all(r.ok for r in results) else EXIT_FAIL)
+
+
+for _command in (*STORE_COMMANDS, *LEARNER_COMMANDS, *BATCH_COMMANDS):
+    main.add_command(_command)

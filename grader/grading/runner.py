@@ -1,0 +1,652 @@
+"""Grading a submission: spawn the worker, watch it, check its outputs, turn it all into results.
+
+The submission never runs in this process: a crash, hang, os._exit or CUDA fault ends only the
+worker, and what the worker reported before that is kept. The watchdog (grader.sandbox.watchdog)
+holds the worker to its limits from outside; the checker (grader.judge.checker), which never imports
+the submission, decides whether the values it produced are right.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from grader import __version__
+from grader.grading import warm_start
+from grader.grading.plan import PlannedCase, build_plan
+from grader.judge import diagnose
+from grader.kata.format import Kata
+from grader.paths import package_dir
+from grader.results.schema import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult, Mismatch,
+                                   TaskResult)
+from grader.results.scoring import PASS_CAP, geomean, meets_thresholds, score, summarise_task, tasks_correct
+from grader.sandbox import watchdog
+from grader.sandbox.control import Referee
+from grader.timing import ceilings as ceilings_cache
+
+OUTPUT_LIMIT = 8000  # characters of the submission's stdout/stderr kept in a report
+OUTPUT_CAP_BYTES = 8 << 20  # printing more than this ends the grade
+MAX_PROCESSES = 64  # the worker, Triton's compiler processes, and nothing like a fork bomb
+GPU_MEMORY_FRACTION = 0.9
+FLOOR_MARGIN = 0.9  # a time below 90% of the roofline floor is impossible, not fast
+# Variables that point at the user's results or configuration: the worker never sees them.
+PRIVATE_ENV = ("KATA_DB", "KATA_DATA_DIR", "KATA_HANDLE")
+
+
+@dataclass
+class WorkerRun:
+    events: list[dict]
+    returncode: int | None
+    breach: watchdog.Breach | None
+    output: str
+    corrupt_lines: int
+    protected_changed: list[str]
+    verdicts: dict  # key -> the checker's case result
+    timing_failures: dict  # key -> {"message", and "cheat" or "diagnosis"}
+    stopped_at: str | None = None  # the failing case --fail-fast stopped at
+    timing_skipped: bool = False  # a case failed, so the bench cases were not timed
+    timeline: list = field(default_factory=list)  # the referee's (when, op, key)
+    given_up: dict[str, int] = field(default_factory=dict)  # tasks stopped after their failures
+
+    @property
+    def timed_out(self) -> bool:
+        return self.breach is not None and self.breach.kind == "time"
+
+
+def default_mode() -> str:
+    from grader.grading.cuda_probe import cuda_available
+
+    return "gpu" if cuda_available() else "interpret"
+
+
+def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | None = None,
+          timeout_s: float | None = None, memory_gib: float | None = None,
+          protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
+          progress=None, case_timeout_s: float | None = None, turns=None,
+          only_cases: Sequence[str] | None = None) -> GradeResult:
+    """Grade `submission`; `protected` are paths (results store, report) it must not touch.
+
+    fail_fast: stop at the first failing case. keep_going: run every case, and time the bench
+    cases, even when cases failed (by default a task stops after control.FAILURES_PER_TASK
+    failing cases, and a wrong submission is not timed). progress(event): told of each
+    case as it starts and ends ({"type": "start"|"case", "key", "phase", "status"}).
+    only_cases: run only the cases of these names (in every task that has one), to rerun a
+    failing case in seconds; such a grade is partial (result.only_cases says so). An unknown
+    name raises ValueError.
+    """
+    submission = Path(submission).resolve()
+    mode = mode or default_mode()
+    seed = secrets.randbits(32) if seed is None else seed
+    limits = watchdog.Limits(
+        wall_s=timeout_s or kata.time_limit_s[mode],
+        memory_bytes=int(memory_gib * watchdog.GIB) if memory_gib else watchdog.default_memory_bytes(),
+        processes=MAX_PROCESSES, output_bytes=OUTPUT_CAP_BYTES)
+    plan = build_plan(kata, mode)
+    if only_cases:
+        plan = select_cases(kata, plan, only_cases)
+    started = time.monotonic()
+    options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
+               "case_cap_s": case_timeout_s or timeout_s, "turns": turns}
+    run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
+    if os.environ.get("KATA_TRACE"):  # where the time went: the worker's questions, in order
+        with open(os.environ["KATA_TRACE"], "a") as trace:
+            for when, op, key in run.timeline:
+                trace.write(f"{when - started:8.3f} {op} {key or ''}\n")
+            trace.write(f"{time.monotonic() - started:8.3f} end\n")
+    result = _assemble(kata, submission, mode, seed, plan, run, limits)
+    result.duration_s = round(time.monotonic() - started, 2)
+    if only_cases:
+        result.only_cases = sorted(set(only_cases))
+    return result
+
+
+def select_cases(kata: Kata, plan: list[PlannedCase], names: Sequence[str]) -> list[PlannedCase]:
+    """The planned cases named in `names`; ValueError naming the kata's cases for a name it lacks."""
+    known = {c.name for t in kata.tasks for c in t.cases}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise ValueError(f"{kata.name} has no case named {', '.join(unknown)}; its cases: "
+                         f"{', '.join(sorted(known))}")
+    return [p for p in plan if p.case in set(names)]
+
+
+def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV}
+    env.pop("TRITON_INTERPRET", None)
+    env["TMPDIR"] = str(tmp)  # compilers' scratch files stay inside the grade's folder
+    if mode == "interpret":
+        env["TRITON_INTERPRET"] = "1"
+    package_parent = str(package_dir().parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    # torch.compile off: a compiled function runs eagerly, where the op recorder sees its ops
+    # (grader.sandbox.guards.compile_evidence names a submission that switches it back on).
+    env["TORCH_COMPILE_DISABLE"] = env["TORCHDYNAMO_DISABLE"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep the user's workspace free of __pycache__
+    return env
+
+
+def _grade_folder() -> str | None:
+    """Where a grade's files go: shared memory when there is room (the outputs travel from the
+    worker to the checker through it, never through the disk), else the default temp folder."""
+    shm = Path("/dev/shm")
+    try:
+        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 8 * watchdog.GIB:
+            return str(shm)
+    except OSError:
+        pass
+    return None
+
+
+def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[PlannedCase],
+                limits: watchdog.Limits, protected, options: dict) -> WorkerRun:
+    with tempfile.TemporaryDirectory(prefix="kata-grade-", dir=_grade_folder()) as tmp:
+        tmp_path = Path(tmp)
+        for sub in ("work", "tmp", "outputs"):
+            (tmp_path / sub).mkdir()
+        workdir = tmp_path / "work"  # the submission's clean current directory
+        results_path = tmp_path / "events.jsonl"
+        plan_dicts = [dict(p.to_dict(), key=p.key) for p in plan]
+        ours, theirs = socket.socketpair()
+        request = {
+            "kata_dir": str(kata.directory), "submission": str(submission), "mode": mode,
+            "seed": seed, "results": str(results_path), "plan": plan_dicts,
+            "grade_dir": str(tmp_path), "outputs": str(tmp_path / "outputs"),
+            "gpu_memory_fraction": GPU_MEMORY_FRACTION, "control_fd": theirs.fileno(),
+            "case_cap_s": options["case_cap_s"],
+            # The worker knows the device; it picks its own entry of the ceilings cache.
+            "ceilings_cache": ceilings_cache.load_all() if mode == "gpu" else {},
+        }
+        request_path = tmp_path / "request.json"
+        request_path.write_text(json.dumps(request))
+        output_path = tmp_path / "output.txt"
+        before = _fingerprints(protected)
+        seen: dict[int, int] = {}
+        judge = _judge(kata, mode, seed, plan_dicts, tmp_path)
+        referee = Referee(ours, judge, plan_dicts, fail_fast=options["fail_fast"],
+                          keep_going=options["keep_going"], progress=options["progress"],
+                          turns=options["turns"])
+        try:
+            with open(output_path, "wb") as output:
+                proc = _start_worker(request_path, workdir, _worker_env(mode, tmp_path / "tmp"),
+                                     output, theirs)
+                theirs.close()
+                referee.start()
+                try:
+                    breach = watchdog.watch(proc, limits, output_path, seen,
+                                            extra=lambda: _overdue(referee, plan_dicts, kata))
+                finally:
+                    watchdog.freeze(seen)
+                    _kill_group(proc)
+                    watchdog.kill_all(seen)
+                    ours.shutdown(socket.SHUT_RDWR)
+                    referee.join(timeout=60)
+                    referee.release()
+            changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
+            events, corrupt = _read_events(results_path)
+        finally:
+            ours.close()
+            judge.close()
+        # What the referee saw goes first: the worker's own events may end with "done".
+        seen_by_referee = []
+        if referee.forgeries:
+            seen_by_referee.append({"type": "fatal", "cheat": "fake_result", "message": (
+                "The grader's line to the worker was used out of turn (" + referee.forgeries[0]
+                + "): the submission talked to the grader, so no result can be trusted.")})
+        seen_by_referee += [{"type": "internal_error", "message": f"the output checker failed: {m}"}
+                            for m in referee.errors]
+        events = seen_by_referee + events
+        return WorkerRun(events, None if breach else proc.returncode, breach,
+                         _read_output(output_path), corrupt, changed, referee.verdicts,
+                         referee.timing_failures, referee.stopped_at, referee.timing_skipped,
+                         referee.timeline, referee.given_up)
+
+
+def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
+    """The worker: forked by the warm start when it runs (grader.grading.warm_start), else a fresh
+    Python."""
+    with open(os.devnull, "rb") as devnull:
+        forked = warm_start.spawn("worker", request_path, cwd=workdir, env=env, new_session=True,
+                                  fds={0: devnull.fileno(), 1: output.fileno(), 2: output.fileno(),
+                                       control.fileno(): control.fileno()})
+    if forked is not None:
+        return forked
+    return subprocess.Popen(
+        [sys.executable, "-m", warm_start.ROLE_MODULES["worker"], str(request_path)],
+        cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+        start_new_session=True, pass_fds=(control.fileno(),))
+
+
+def _overdue(referee: Referee, plan: list[dict], kata: Kata) -> watchdog.Breach | None:
+    """A case past its own limit: stop now, naming it and its shape."""
+    current = referee.overdue()
+    if current is None:
+        return None
+    planned = next(p for p in plan if p["key"] == current["key"])
+    task = next(t for t in kata.tasks if t.name == planned["task"])
+    case = next(c for c in task.cases if c.name == planned["case"])
+    shape = ", ".join(f"{k}={v}" for k, v in case.params.items() if not isinstance(v, (list, dict)))
+    what = "timing it" if current["phase"] == "timing" else "its checked calls"
+    return watchdog.Breach("time", (
+        f"Time limit exceeded: case {planned['task']}/{planned['case']} [{planned['dtype']}] "
+        f"({shape}) ran for more than {current['limit_s']:.0f} s ({what}). Likely causes: a loop "
+        "that never ends (a loop bound or index that does not advance), or a block far too large "
+        "for the row (a BLOCK of next_power_of_2(N) on a very long row compiles and runs "
+        "slowly: loop over the row in blocks). --timeout S raises the limit if it is just slow."),
+        case=current["key"])
+
+
+class CheckerError(Exception):
+    """The checker itself failed: a fault of the kata or the grader, reported as such."""
+
+
+def _fingerprints(paths) -> dict[str, tuple | None]:
+    prints = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+            prints[str(path)] = (st.st_size, st.st_mtime_ns, st.st_ino)
+        except OSError:
+            prints[str(path)] = None
+    return prints
+
+
+class _LocalJudge:
+    """The checker in this process (CPU grades): outputs are on the CPU already."""
+
+    def __init__(self, kata: Kata, seed: int):
+        from grader.judge.checker import Checker
+
+        self.checker = Checker(kata, seed, "cpu")
+
+    def check_case(self, planned, result):
+        return self.checker.check_case(planned, result)
+
+    def check_samples(self, planned, samples, method, n_sets):
+        return self.checker.check_samples(planned, samples, method, n_sets)
+
+    def close(self):
+        pass
+
+
+class _ServiceJudge:
+    """The checker in a process of its own (GPU grades), started now so that its imports and CUDA
+    start-up overlap the worker's; asked case by case over its stdin and stdout."""
+
+    def __init__(self, kata: Kata, mode: str, seed: int, plan: list[dict], tmp_path: Path):
+        request = {"kata_dir": str(kata.directory), "seed": seed,
+                   "device": "cuda" if mode == "gpu" else "cpu", "plan": plan}
+        request_path = tmp_path / "check-request.json"
+        request_path.write_text(json.dumps(request))
+        self.stderr = open(tmp_path / "checker-stderr.txt", "w+")
+        env = _worker_env(mode, tmp_path / "tmp")
+        asks_r, asks_w = os.pipe()
+        answers_r, answers_w = os.pipe()
+        forked = warm_start.spawn("checker", request_path, cwd=tmp_path, env=env, new_session=False,
+                                  fds={0: asks_r, 1: answers_w, 2: self.stderr.fileno()})
+        if forked is not None:
+            os.close(asks_r)
+            os.close(answers_w)
+            forked.stdin = open(asks_w, "w")
+            forked.stdout = open(answers_r, "r")
+            self.proc = forked
+            return
+        for fd in (asks_r, asks_w, answers_r, answers_w):
+            os.close(fd)
+        self.proc = subprocess.Popen([sys.executable, "-m", warm_start.ROLE_MODULES["checker"],
+                                      str(request_path)], env=env, cwd=tmp_path,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, text=True)
+
+    def _ask(self, request: dict) -> dict:
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except OSError:
+            line = ""
+        if not line:
+            self.stderr.seek(0)
+            raise CheckerError(f"the checker process ended:\n{self.stderr.read()[-4000:]}")
+        return json.loads(line)
+
+    def check_case(self, planned, result):
+        return self._ask({"op": "case", "key": planned["key"], "result": result})["result"]
+
+    def check_samples(self, planned, samples, method, n_sets):
+        return self._ask({"op": "samples", "key": planned["key"], "samples": samples,
+                          "method": method, "sets": n_sets})["failure"]
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+        self.stderr.close()
+
+
+def _judge(kata: Kata, mode: str, seed: int, plan: list[dict], tmp_path: Path):
+    if mode != "gpu" and not os.environ.get("KATA_CHECKER_PROCESS"):  # the env var: a test hook
+        return _LocalJudge(kata, seed)
+    return _ServiceJudge(kata, mode, seed, plan, tmp_path)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the worker and anything it started (threads, forks, compile jobs)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def _read_events(path: Path) -> tuple[list[dict], int]:
+    events, corrupt = [], 0
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return [], 0
+    for line in lines:
+        try:
+            event = json.loads(line)
+            if not isinstance(event, dict) or "type" not in event:
+                raise ValueError
+            events.append(event)
+        except ValueError:
+            corrupt += 1
+    return events, corrupt
+
+
+def _read_output(path: Path) -> str:
+    """The tail of what the submission printed (it may have printed gigabytes)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - OUTPUT_LIMIT))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    if size > OUTPUT_LIMIT:
+        text = f"... ({size - OUTPUT_LIMIT} bytes trimmed)\n" + text
+    return text
+
+
+def _signal_name(code: int) -> str:
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+    meaning = {"SIGSEGV": "segmentation fault", "SIGABRT": "aborted", "SIGKILL": "killed",
+               "SIGBUS": "bus error", "SIGFPE": "floating-point exception",
+               "SIGILL": "illegal instruction"}.get(name)
+    return f"{name} ({meaning})" if meaning else name
+
+
+def _channel_forgeries(events: list[dict]) -> list[str]:
+    """Signs of events the worker did not write: repeated cases, anything after 'done'."""
+    problems, seen = [], set()
+    done_at = next((i for i, e in enumerate(events) if e["type"] == "done"), None)
+    if done_at is not None and done_at != len(events) - 1:
+        problems.append("events after the end of the grade")
+    for event in events:
+        if event["type"] in ("case", "timing", "env", "sandbox"):
+            marker = (event["type"], event.get("key"))
+            if marker in seen:
+                problems.append(f"a second '{event['type']}' event for {event.get('key') or 'the grade'}")
+            seen.add(marker)
+    return problems
+
+
+def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[PlannedCase],
+              run: WorkerRun, limits: watchdog.Limits) -> GradeResult:
+    env = next((e for e in run.events if e["type"] == "env"), {})
+    if env.get("ceilings_measured") and env.get("ceilings"):
+        ceilings_cache.save(ceilings_cache.cache_key(env["device"], env["versions"]), env["ceilings"])
+    sandbox_status = next((e for e in run.events if e["type"] == "sandbox"), {})
+    load_error = next((e for e in run.events if e["type"] == "load_error"), None)
+    fatal = next((e for e in run.events if e["type"] in ("fatal", "internal_error")), None)
+    if fatal and fatal["type"] == "internal_error":
+        fatal = {"message": "Internal grader error (not your fault; please report it):\n" + fatal["message"]}
+    timing_errors = {e["key"]: e for e in run.events if e["type"] == "timing_error"}
+    done = any(e["type"] == "done" for e in run.events)
+    timings = {e["key"]: e["timing"] for e in run.events if e["type"] == "timing"}
+    starts = [e for e in run.events if e["type"] == "start"]
+    # The case the worker was on when it stopped without finishing (crash, hang, CUDA fault).
+    in_progress = starts[-1] if starts and not done and not load_error else None
+
+    grade_cheat = (fatal or {}).get("cheat")
+    message = (load_error or fatal or {}).get("message", "")
+    if not message and not done:
+        message = _stopped_early_message(run, in_progress, bool(env), limits)
+    forgeries = _channel_forgeries(run.events)
+    if run.corrupt_lines or forgeries:
+        what = f"{run.corrupt_lines} line(s) it did not write" if run.corrupt_lines else forgeries[0]
+        grade_cheat = grade_cheat or "fake_result"
+        message = (f"The grader's result channel held {what}: the submission wrote to it, so no "
+                   "result can be trusted. " + message).strip()
+    # Under Landlock the submission cannot write those files: a change there is another
+    # process's (a concurrent grade recording into the same store), not evidence of a cheat.
+    if run.protected_changed and not sandbox_status.get("filesystem_restricted"):
+        grade_cheat = grade_cheat or "protected_path_written"
+        message = (f"The submission wrote to {', '.join(run.protected_changed)} (the results store "
+                   "or a report), which the grader alone may write. " + message).strip()
+
+    findings = diagnose.Findings()
+    if fatal and not grade_cheat:
+        stop_code = "internal_error" if fatal["message"].startswith("Internal grader error") else "cuda_fault"
+    else:
+        stop_code = _stop_code(run)
+    stop_named = False
+    tasks = []
+    for task in kata.tasks:
+        cases = []
+        for planned in (p for p in plan if p.task == task.name):
+            raw = run.verdicts.get(planned.key)
+            case = _case_result(planned, raw, timings.get(planned.key))
+            detail = (raw or {}).get("diagnosis") if case.status in (FAIL, ERROR) else None
+            failure = timing_errors.get(planned.key) or run.timing_failures.get(planned.key)
+            if failure:
+                detail = _timing_failure(case, failure)
+            _reject_impossible(case, env.get("ceilings"))
+            if in_progress and in_progress["key"] == planned.key and case.status == NOT_RUN:
+                case.status, case.message = ERROR, message
+                if grade_cheat:  # named once, for the whole grade
+                    cases.append(case)
+                    continue
+                detail = diagnose.Diagnosis(stop_code, _first_line(message)).to_dict()
+                stop_named = True
+            elif run.stopped_at and case.status == NOT_RUN:
+                case.message = "not run: --fail-fast stopped at the first failing case"
+            elif task.name in run.given_up and case.status == NOT_RUN:
+                case.message = (f"not run: {run.given_up[task.name]} cases of {task.name} already "
+                                "failed; fix those first (--keep-going runs every case)")
+            _name_findings(case, detail, findings)
+            cases.append(case)
+        tasks.append(TaskResult(name=task.name, threshold=task.threshold,
+                                baseline=task.baseline_name, cases=cases, correct=False))
+    for t in tasks:
+        summarise_task(t, kata.roofline_target)
+    hidden = diagnose.hidden_only([c for t in tasks for c in t.cases])
+    if hidden:
+        found, failed = hidden
+        findings.diagnosis(found, _label(failed[0]), count=len(failed))
+    if grade_cheat:
+        findings.cheat(grade_cheat, None, message, first=True)
+    elif load_error:
+        findings.diagnosis(diagnose.Diagnosis("load_error", _first_line(message)), None)
+    elif (fatal or not done) and not stop_named:
+        findings.diagnosis(diagnose.Diagnosis(stop_code, _first_line(message)), None)
+    cheats = findings.cheats
+
+    speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)
+    correct = not message and not cheats and tasks_correct(tasks)
+    status, message = _verdict(tasks, mode, correct, message)
+    if run.timing_skipped and status != PASS:
+        message += ("\nSpeed not measured: fix correctness first (--keep-going times the bench "
+                    "cases anyway).")
+    if cheats and status == PASS:  # a cheat seen only while timing
+        status, message = FAIL, cheats[0]["message"]
+    breakdown = score(tasks, speed_measured, correct)
+
+    all_speedups = [c.speedup for t in tasks for c in t.cases if c.timed]
+    return GradeResult(
+        kata=kata.name, title=kata.title, submission=str(submission),
+        submission_sha256=_sha256(submission), mode=mode, status=status, correct=correct,
+        score=breakdown.total, speedup=geomean(all_speedups), threshold=kata.threshold,
+        roofline=geomean(c.roofline for t in tasks for c in t.cases if c.timed),
+        tasks=tasks, message=message, score_breakdown=breakdown,
+        skipped=[{"task": p.task, "case": p.case, "dtype": p.dtype, "reason": p.skip_reason}
+                 for p in plan if p.skip_reason],
+        output=run.output, device=env.get("device"),
+        environment=dict(env.get("versions", {}), grader=__version__, ceilings=env.get("ceilings")),
+        seed=seed, speed_measured=speed_measured,
+        cheat=cheats[0]["reason"] if cheats else None, cheats=cheats, diagnoses=findings.diagnoses,
+        sandbox=dict({k: v for k, v in sandbox_status.items() if k != "type"}, limits=limits.describe()),
+    )
+
+
+def _label(case: CaseResult) -> str:
+    return f"{case.task}/{case.name}/{case.dtype}"
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
+def _stop_code(run: WorkerRun) -> str:
+    """The diagnosis of a worker that stopped before it finished."""
+    if run.timed_out:
+        return "time_limit"
+    return "limit_exceeded" if run.breach else "crashed"
+
+
+def _timing_failure(case: CaseResult, failure: dict) -> dict | None:
+    """A failure seen while timing (the worker's, or the checker's on sampled timed outputs):
+    the case fails with it; returns its diagnosis, if it is not a cheat."""
+    case.message, case.cheat = failure["message"], failure.get("cheat")
+    if failure.get("diagnosis") or case.cheat:
+        case.status = FAIL
+        return failure.get("diagnosis")
+    case.status = ERROR  # the submission raised while timed
+    return diagnose.Diagnosis("failed_while_timed", _first_line(case.message)).to_dict()
+
+
+def _name_findings(case: CaseResult, detail: dict | None, findings: diagnose.Findings) -> None:
+    """A failed case named: a cheat only on evidence an honest kernel cannot produce
+    (grader.judge.diagnose.CHEATS), else a diagnosis of what went wrong."""
+    if case.status not in (FAIL, ERROR):
+        return
+    if case.cheat:
+        kind, code = diagnose.classify(case.cheat, case.message)
+        if kind == "cheat":
+            findings.cheat(code, _label(case), case.message)
+            return
+        case.cheat = None
+        detail = diagnose.Diagnosis(code, _first_line(case.message)).to_dict()
+    if not detail:
+        detail = diagnose.from_message(case.message, case.status).to_dict()
+    case.diagnosis = detail["code"]
+    findings.diagnosis(detail, _label(case))
+
+
+def _reject_impossible(case: CaseResult, ceilings: dict | None) -> None:
+    """A time below the physical floor is a broken timer or a cheat, never a fast kernel."""
+    if case.cheat or not case.timed or not case.floor_ms or case.time_ms >= FLOOR_MARGIN * case.floor_ms:
+        return
+    parts = []
+    if case.nbytes and ceilings:
+        parts.append(f"moving {case.nbytes / 1e6:.4g} MB at the measured copy bandwidth of "
+                     f"{ceilings['copy_gbps']:.0f} GB/s takes {case.nbytes / ceilings['copy_gbps'] / 1e6:.4g} ms")
+    if case.flops and ceilings:
+        parts.append(f"{case.flops / 1e9:.4g} GFLOP at the measured matmul rate of "
+                     f"{ceilings['matmul_tflops']:.0f} TFLOP/s take {case.flops / ceilings['matmul_tflops'] / 1e9:.4g} ms")
+    case.status, case.cheat = FAIL, "below_physical_floor"
+    case.message = (f"measured {case.time_ms:.4g} ms, below the physical floor of {case.floor_ms:.4g} ms "
+                    f"({'; '.join(parts)}): impossible, so the time is rejected")
+
+
+def _stopped_early_message(run: WorkerRun, in_progress: dict | None, started: bool,
+                           limits: watchdog.Limits) -> str:
+    """Why the worker stopped before reporting 'done', and where it was."""
+    where = ""
+    if in_progress:
+        phase = " (timing it)" if in_progress.get("phase") == "timing" else ""
+        where = f" while running case {in_progress['key']}{phase}"
+    elif not started:
+        where = " before the grader could start"
+    if run.timed_out and run.breach.case:
+        return run.breach.message
+    if run.timed_out:
+        return (f"{run.breach.message}{where}. Look for an infinite loop in the launcher or a "
+                "kernel loop that never ends (raise the limit with --timeout if it is just slow).")
+    if run.breach:
+        return f"{run.breach.message}{where}; the grading process was stopped."
+    if run.returncode is not None and run.returncode < 0:
+        return f"The grading process was killed by {_signal_name(run.returncode)}{where}."
+    return (f"The grading process exited with code {run.returncode}{where} before grading "
+            "finished: does the submission call os._exit() or sys.exit()?")
+
+
+def _verdict(tasks: list[TaskResult], mode: str, correct: bool, message: str) -> tuple[str, str]:
+    """(status, the paragraph that explains it)."""
+    if message:
+        return ERROR, message
+    if not correct:
+        failing = ([c for t in tasks for c in t.cases if c.status in (FAIL, ERROR)]
+                   or [c for t in tasks for c in t.cases if c.status == NOT_RUN])
+        if not failing:
+            return FAIL, "no case could run in this mode"
+        first = failing[0]
+        return FAIL, (f"{len(failing)} case(s) failed; first: {first.task}/{first.name} "
+                      f"[{first.dtype}]: {first.message}")
+    if mode == "gpu" and not meets_thresholds(tasks):
+        slow = [t for t in tasks if t.pass_speedup is None or t.pass_speedup < t.threshold]
+        return FAIL, "; ".join(
+            f"{t.name}: speedup {t.pass_speedup:.2f}x (geomean, each case capped at "
+            f"{PASS_CAP:g}x the threshold) is below the threshold {t.threshold:g}x"
+            if t.pass_speedup else f"{t.name}: not timed" for t in slow)
+    return PASS, ""
+
+
+def _case_result(planned: PlannedCase, raw: dict | None, timing: dict | None) -> CaseResult:
+    if planned.skip_reason:
+        return CaseResult(task=planned.task, name=planned.case, dtype=planned.dtype, shape=None,
+                          hidden=planned.hidden, status=SKIPPED, message=planned.skip_reason)
+    if raw is None:
+        return CaseResult(task=planned.task, name=planned.case, dtype=planned.dtype, shape=None,
+                          hidden=planned.hidden, status=NOT_RUN, message="not run")
+    raw = dict(raw)
+    raw.pop("diagnosis", None)  # a dict from the checker; named by _name_findings
+    mismatches = [Mismatch(**m) for m in raw.pop("mismatches", None) or []]
+    case = CaseResult(**{k: v for k, v in raw.items() if k in _CASE_FIELDS}, mismatches=mismatches)
+    if case.status == "ran":  # the worker ran it but the checker never ruled on it
+        case.status, case.message = ERROR, "the outputs of this case were never checked"
+    if timing and case.status == PASS:
+        for key, value in timing.items():
+            if key in _CASE_FIELDS:
+                setattr(case, key, value)
+        case.timing_method = timing.get("timing_method")
+    return case
+
+
+_CASE_FIELDS = {f.name for f in fields(CaseResult)} - {"mismatches"}
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -1,0 +1,55 @@
+"""Selftest: every reference must pass its kata and every stub must fail it.
+
+The grades run side by side (correctness needs no quiet GPU), but a grade that times has the
+GPU to itself: no case of another grade runs meanwhile (grader.sandbox.control.GpuTurns).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from grader.grading.runner import grade
+from grader.kata import limits
+from grader.kata.format import Kata
+from grader.results.schema import PASS, GradeResult
+from grader.sandbox.control import GpuTurns
+
+# Grades at once: each is a worker, a checker and their compilers (Triton compiles on the CPU).
+PARALLEL = max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+@dataclass
+class SelftestResult:
+    kata: str
+    reference: GradeResult
+    stub: GradeResult
+
+    @property
+    def ok(self) -> bool:
+        return self.reference.status == PASS and self.stub.status != PASS
+
+
+def selftest(katas: list[Kata], mode: str | None = None, timeout_s: float | None = None,
+             parallel: int = PARALLEL) -> list[SelftestResult]:
+    turns = GpuTurns()
+
+    def run(kata, path):
+        # Waiting for a turn counts against the whole grade's limit: give it room, but keep
+        # each case's own limit.
+        return grade(kata, path, mode, timeout_s=timeout_s or 20 * 60,
+                     case_timeout_s=timeout_s or limits.CASE_CAP_S,
+                     fail_fast=path == kata.stub_path, turns=turns)
+
+    first = None
+    if katas and mode == "gpu":
+        # Alone: a worker measures the GPU's ceilings (copy bandwidth, peak FLOP/s) before its
+        # first case, outside any turn, and caches them. Measured beside other grades they would
+        # be low for every grade after.
+        first = run(katas[0], katas[0].reference_path)
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        futures = [(kata, pool.submit(run, kata, kata.reference_path) if i or first is None else None,
+                    pool.submit(run, kata, kata.stub_path)) for i, kata in enumerate(katas)]
+        return [SelftestResult(kata.name, ref.result() if ref else first, stub.result())
+                for kata, ref, stub in futures]

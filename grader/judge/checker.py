@@ -1,0 +1,375 @@
+"""The trusted side of correctness: the submission's saved outputs against a ground truth computed
+here, in a process that never imports the submission.
+
+The worker (which does import it) only runs the calls and saves what they returned; it decides
+nothing about values. The checker draws the same inputs from the grade's seed (grader.judge.inputs),
+computes the reference, takes the outputs the worker handed over (grader.judge.handover: CUDA IPC
+handles, or files loaded with weights_only=True, so no submission code can run here) and compares
+them. A failing output gets a diagnosis (grader.judge.diagnose: what was seen, and the likely bug);
+the one cheat the values can prove is cached results (outputs that are copies of the result of
+earlier inputs).
+
+Run in the parent for CPU grades, and as `python -m grader.judge.checker REQUEST.json` for GPU
+grades (so the command-line process never holds a CUDA context), answering the parent case by case
+while the worker runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from grader.judge import diagnose, handover
+from grader.judge.compare import compare_values
+from grader.judge.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
+from grader.judge.properties import judge as judge_property
+from grader.judge.value_diagnosis import analyse
+from grader.kata.format import Kata, load_kata
+from grader.timing.perturb import replay
+
+DOWNGRADES = (torch.bfloat16, torch.float16)
+
+
+def load_spec(kata: Kata):
+    spec = importlib.util.spec_from_file_location(f"kata_spec_{kata.name}", kata.spec_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Checker:
+    def __init__(self, kata: Kata, seed: int, device: str):
+        self.kata, self.seed, self.device = kata, seed, device
+        self.spec = load_spec(kata)
+        self.tasks = {t.name: t for t in kata.tasks}
+
+    def _inputs(self, task, case_name: str, dtype: str, key: str, salt: str) -> dict:
+        case = next(c for c in task.cases if c.name == case_name)
+        return make_case_inputs(self.spec, task, case, dtype, self.device, self.seed, key, salt)
+
+    def _truth(self, task, inputs) -> tuple:
+        truth = getattr(self.spec, task.reference_fn)(**clone(inputs))
+        return (truth,) if len(task.outputs) == 1 else tuple(truth)
+
+    def compare(self, task, inputs, saved: dict, case: str, truth=None) -> dict:
+        """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches}; a failure on
+        the values also carries `leaf` (the failing tensor, its truth and tolerance), a failure
+        of the structure a `diagnosis`. case: the case's name (tolerances may depend on it)."""
+        case = task.case(case)
+        if task.property_fn:
+            return judge_property(self.spec, task, [(inputs, saved)], self.device, case)
+        truth = truth if truth is not None else self._truth(task, inputs)
+        worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
+        for output, expected in zip(task.outputs, truth):
+            got_leaves = saved.get(output.name)
+            exp_leaves = [t for _, t in flatten(expected, output.name)]
+            if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
+                message = f"'{output.name}' is missing from the saved outputs"
+                return dict(worst, ok=False, message=message,
+                            diagnosis=diagnose.Diagnosis("wrong_output", message))
+            dtype = output_dtype(output, inputs)
+            tol = task.tolerance(str(dtype).removeprefix("torch."), output, case)
+            scales = self._scales(output, inputs, len(exp_leaves))
+            for i, (got, exp, scale) in enumerate(zip(got_leaves, exp_leaves, scales)):
+                label = f"'{output.name}[{i}]'" if isinstance(expected, (list, tuple)) else f"'{output.name}'"
+                problem = _structure(got, label, dtype, tuple(exp.shape))
+                if problem:
+                    return dict(worst, ok=False, message=problem,
+                                diagnosis=diagnose.from_message(problem, "fail"))
+                cmp = compare_values(got.to(self.device), exp, label, mode=output.compare,
+                                     atol=tol.atol, rtol=tol.rtol, ulp=output.ulp, scale=scale)
+                for key in ("max_abs_err", "max_rel_err"):
+                    value = getattr(cmp, key)
+                    if value is not None and (worst[key] is None or value > worst[key]):
+                        worst[key] = value
+                worst["mismatched"] += cmp.mismatched or 0
+                worst["total"] += cmp.total or 0
+                if not cmp.ok:
+                    return dict(worst, ok=False, message=cmp.message, max_abs_err=cmp.max_abs_err,
+                                max_rel_err=cmp.max_rel_err, mismatched=cmp.mismatched,
+                                total=cmp.total, mismatches=cmp.mismatches, values=True,
+                                leaf=dict(got=got.to(self.device), expected=exp, mode=output.compare,
+                                          atol=tol.atol, rtol=tol.rtol, ulp=output.ulp, scale=scale))
+        return dict(worst, ok=True, message="")
+
+    def _scales(self, output, inputs, n_leaves: int) -> list:
+        """Each leaf's magnitude for rtol (the output's `scale` function), or None per leaf."""
+        if not output.scale_fn:
+            return [None] * n_leaves
+        scale = getattr(self.spec, output.scale_fn)(**clone(inputs))
+        return [t for _, t in flatten(scale, output.name)]
+
+    def downgraded(self, task, inputs, saved: dict) -> str | None:
+        """The lower precision a failing float32 result was computed in, if it shows.
+
+        Two tells, either suffices: nearly every output value is exactly representable in the
+        lower precision (it was stored from there), or the output sits far closer to the
+        reference computed from inputs rounded to it than to the true reference.
+        """
+        pairs = _float32_outputs(task, saved, self._truth(task, inputs))
+        if not pairs:
+            return None
+        got, truth = [g for g, _ in pairs], [t for _, t in pairs]
+        for low in DOWNGRADES:
+            low_name = str(low).removeprefix("torch.")
+            if all(_exact_in(g, low) > 0.99 for g in got) and not all(_exact_in(t, low) > 0.5 for t in truth):
+                return low_name
+            lowered = {k: _cast_floats(v, low) for k, v in inputs.items()}
+            low_truth = [t for _, t in _float32_outputs(task, saved, self._truth(task, lowered))]
+            err = sum(float((g - t).abs().nan_to_num(1e30).mean()) for g, t in zip(got, truth))
+            err_low = sum(float((g - t).abs().nan_to_num(1e30).mean()) for g, t in zip(got, low_truth))
+            if err_low < 0.25 * err:
+                return low_name
+        return None
+
+    def diagnosis(self, task, inputs, saved: dict, verdict: dict, dtype: str) -> diagnose.Diagnosis:
+        """What a failing verdict shows (grader.judge.diagnose), never a cheat."""
+        if isinstance(verdict.get("diagnosis"), diagnose.Diagnosis):
+            return verdict["diagnosis"]
+        leaf = verdict.get("leaf")
+        if not leaf:
+            return diagnose.Diagnosis("property_failed" if task.property_fn else "wrong_values",
+                                      _first_line(verdict["message"]))
+        downgraded = ((lambda: self.downgraded(task, inputs, saved))
+                      if dtype == "float32" and leaf["got"].dtype == torch.float32 else None)
+        return analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
+                                rtol=leaf["rtol"], ulp=leaf["ulp"], inputs=inputs,
+                                downgraded=downgraded, scale=leaf.get("scale"))
+
+    def check_case(self, planned: dict, worker_result: dict) -> dict:
+        """The case's result: the worker's structural verdict, then the values."""
+        result = dict(worker_result)
+        if result.get("status") != "ran":
+            return result
+        task = self.tasks[planned["task"]]
+        key, dtype = planned["key"], planned["dtype"]
+        files = result.pop("outputs", {})
+        if task.property_fn:
+            return self._check_property_case(task, planned, result, files)
+        inputs = self._inputs(task, planned["case"], dtype, key, "")
+        first = handover.load(files.get("first"))
+        verdict = self.compare(task, inputs, first, planned["case"])
+        again = handover.load(files.get("again"))
+        again_inputs = self._inputs(task, planned["case"], dtype, key, AGAIN)
+        if not verdict["ok"]:
+            found = self.diagnosis(task, inputs, first, verdict, dtype)
+            if verdict.get("values") and self.compare(task, again_inputs, again, planned["case"])["ok"]:
+                found = diagnose.Diagnosis("input_dependent_error", (
+                    "the first call failed but the second, on other values in the same buffers, "
+                    f"passed; on the first: {found.message}"))
+            return _fail(result, verdict, _with(verdict["message"], found), found)
+        verdict_again = self.compare(task, again_inputs, again, planned["case"])
+        if not verdict_again["ok"]:
+            if _same_outputs(first, again):
+                return _fail(result, verdict_again,
+                             "called again on the same buffers holding new inputs, it returned the "
+                             "first call's result bit for bit: results are cached across calls "
+                             "(keyed on the pointer, the shape or the contents)", cheat="cached_results")
+            found = self.diagnosis(task, again_inputs, again, verdict_again, dtype)
+            found = diagnose.Diagnosis("input_dependent_error", (
+                "the first call passed but the second, on other values in the same buffers, "
+                f"failed; on the second: {found.message}"))
+            return _fail(result, verdict_again, _with(verdict_again["message"], found), found)
+        result.update(status="pass", message="", **{k: verdict[k] for k in
+                                                    ("max_abs_err", "max_rel_err", "mismatched", "total")})
+        return result
+
+    def _check_property_case(self, task, planned: dict, result: dict, files: dict) -> dict:
+        """A task with a property check (grader.judge.properties): its function judges both checked
+        calls together, so it can relate them (the same seed must give the same mask)."""
+        key, dtype, case = planned["key"], planned["dtype"], planned["case"]
+        first, again = handover.load(files.get("first")), handover.load(files.get("again"))
+        calls = [(self._inputs(task, case, dtype, key, ""), first),
+                 (self._inputs(task, case, dtype, key, AGAIN), again)]
+        verdict = judge_property(self.spec, task, calls, self.device, task.case(case))
+        if not verdict["ok"]:
+            if _same_outputs(first, again) and judge_property(self.spec, task, calls[:1], self.device, task.case(case))["ok"]:
+                return _fail(result, verdict, "called again on the same buffers holding new inputs, "
+                             "it returned the first call's result: results are cached across calls",
+                             cheat="cached_results")
+            found = diagnose.Diagnosis("property_failed", _first_line(verdict["message"]))
+            return _fail(result, verdict, verdict["message"], found)
+        result.update(status="pass", message="", **{k: verdict[k] for k in
+                                                    ("max_abs_err", "max_rel_err", "mismatched", "total")})
+        return result
+
+    def check_samples(self, planned: dict, samples: list[dict], method: str | None,
+                      n_sets: int | None) -> dict | None:
+        """Outputs of the timed calls the parent chose; None when all are right, else the failure:
+        {"message", and "cheat" or "diagnosis"}.
+
+        Each sample names the submission's call (or graph replay) and its input set; the inputs
+        it saw are the set as drawn plus the changes made before every call up to it, replayed
+        here from the seed. Outputs that match an earlier call's inputs on the same set are
+        stale copies: cached results, a cheat. Any other wrong output is a diagnosis: honest bugs
+        (a race, state kept across calls, a bug only the bench shapes hit) produce those too.
+        """
+        task = self.tasks[planned["task"]]
+        key = planned["key"]
+        graph = method == "cuda_graph"
+        for sample in samples:
+            call, index = sample.get("call"), sample.get("set")
+            if not isinstance(call, int) or not isinstance(index, int) or not isinstance(n_sets, int) \
+                    or not 0 <= index < n_sets:
+                return {"cheat": "fake_result", "message": "a kept timed output the grader did not ask for"}
+            inputs = self._timed_inputs(task, planned, n_sets, call, graph)[index]
+            got = handover.load(sample.get("file"))
+            verdict = self.compare(task, inputs, got, planned["case"])
+            if verdict["ok"]:
+                continue
+            if self._stale(task, planned, n_sets, call, graph, index, got):
+                return {"cheat": "cached_results", "message": (
+                    f"timed call {call} returned the result of an earlier call's inputs, not of "
+                    "the inputs it was given: results are cached across the timed calls")}
+            seen = self.diagnosis(task, inputs, got, verdict, planned["dtype"])
+            found = diagnose.Diagnosis("timed_outputs_wrong", (
+                f"a timed call (call {call} of the timing loop, on inputs of the bench shape) "
+                f"returned wrong results although the checked calls were right "
+                f"({_first_line(verdict['message'])}); {seen.message}"))
+            return {"cheat": None, "diagnosis": found.to_dict(), "message": found.text}
+        return None
+
+    def _timed_inputs(self, task, planned: dict, n_sets: int, call: int, graph: bool) -> list[dict]:
+        """The input sets as they stood when the submission made timed call `call`."""
+        sets = [self._inputs(task, planned["case"], planned["dtype"], planned["key"], f"/timing{i}")
+                for i in range(n_sets)]
+        args = [tuple(s[a] for a in task.args) for s in sets]
+        if call >= 0:
+            replay(args, case_seed(self.seed, planned["key"] + "/rng"), call, graph)
+        return sets
+
+    def _stale(self, task, planned: dict, n_sets: int, call: int, graph: bool, index: int,
+               got: dict) -> bool:
+        """Does `got` match the inputs of an earlier call on the same set (a cached result)?"""
+        # The calls a cache is likely to replay: the last two on this set, its first, none at all.
+        step = 1 if graph else n_sets
+        first = 0 if graph else index
+        for earlier in sorted({call - step, call - 2 * step, first, -1}, reverse=True):
+            if earlier < -1 or earlier >= call:
+                continue
+            inputs = self._timed_inputs(task, planned, n_sets, earlier, graph)[index]
+            if self.compare(task, inputs, got, planned["case"])["ok"]:
+                return True
+        return False
+
+
+def _structure(got, label: str, dtype: torch.dtype, shape: tuple) -> str | None:
+    if not isinstance(got, torch.Tensor):
+        return f"{label} is missing from the saved outputs"
+    if got.dtype != dtype:
+        return f"{label} has dtype {str(got.dtype).removeprefix('torch.')}, expected {str(dtype).removeprefix('torch.')}"
+    if tuple(got.shape) != shape:
+        return f"{label} has shape {tuple(got.shape)}, expected {shape}"
+    return None
+
+
+def _float32_outputs(task, saved: dict, truth: tuple) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(got, its ground truth), both float64 on the CPU, for every float32 output leaf, paired
+    output by output: with outputs of mixed dtypes (int8 q and float32 scales) the float32 ones
+    must meet their own truth, not the first truth in the list."""
+    pairs = []
+    for output, expected in zip(task.outputs, truth):
+        exp_leaves = [t for _, t in flatten(expected, output.name)]
+        for got, exp in zip(saved.get(output.name) or [], exp_leaves):
+            if isinstance(got, torch.Tensor) and got.dtype == torch.float32 and got.numel():
+                pairs.append((got.double().cpu(), exp.double().cpu()))
+    return pairs
+
+
+def _exact_in(t: torch.Tensor, low: torch.dtype) -> float:
+    """The fraction of t's finite nonzero values that `low` represents exactly (zero is exact in
+    every format: an output of zeros, such as a scale a buggy kernel left at 0, proves nothing)."""
+    finite = t[torch.isfinite(t) & (t != 0)]
+    if not finite.numel():
+        return 0.0
+    return float((finite.to(low).double() == finite).double().mean())
+
+
+def _cast_floats(value, dtype):
+    if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+        return value.to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_floats(v, dtype) for v in value)
+    return value
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
+def _with(message: str, found: diagnose.Diagnosis) -> str:
+    """The comparison's summary, then what the diagnosis saw and advises, on a line of its own."""
+    return f"{message}\n{found.text}"
+
+
+def _fail(result: dict, verdict: dict, message: str, found: diagnose.Diagnosis | None = None,
+          cheat: str | None = None) -> dict:
+    result.update(status="fail", message=message, cheat=cheat,
+                  diagnosis=found.to_dict() if found else None)
+    for key in ("max_abs_err", "max_rel_err", "mismatched", "total"):
+        result[key] = verdict.get(key)
+    result["mismatches"] = verdict.get("mismatches", [])
+    return result
+
+
+def _same_outputs(a: dict, b: dict) -> bool:
+    if not a or a.keys() != b.keys():
+        return False
+    for name in a:
+        for x, y in zip(a[name], b[name]):
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return False
+            if not bool(((x == y) | (torch.isnan(x) & torch.isnan(y))).all()):
+                return False
+    return True
+
+
+def serve(request_path: str, requests, replies) -> int:
+    """The checker as a process of its own (GPU grades): one JSON request per line in, one answer
+    per line out. Started with the worker, so its imports and CUDA start-up overlap the worker's."""
+    request = json.loads(Path(request_path).read_text())
+    if request["device"] == "cuda":  # start CUDA now, while the worker starts, not at the first case
+        torch.empty(1, device="cuda")
+    checker = Checker(load_kata(Path(request["kata_dir"])), request["seed"], request["device"])
+    plan = {p["key"]: p for p in request["plan"]}
+    for line in requests:
+        ask = json.loads(line)
+        if ask["op"] == "case":
+            answer = {"result": checker.check_case(plan[ask["key"]], ask["result"])}
+        else:
+            answer = {"failure": checker.check_samples(plan[ask["key"]], ask["samples"],
+                                                       ask["method"], ask["sets"])}
+        replies.write(json.dumps(answer, default=str) + "\n")
+        replies.flush()
+    return 0
+
+
+def _profiled(run) -> int:
+    """run() under cProfile, its top functions appended to $KATA_CHECKER_PROFILE (where a GPU
+    grade's checking time goes: docs/PERFORMANCE.md)."""
+    import cProfile
+    import os
+    import pstats
+    profile = cProfile.Profile()
+    code = profile.runcall(run)
+    with open(os.environ["KATA_CHECKER_PROFILE"], "a") as f:
+        pstats.Stats(profile, stream=f).sort_stats("cumulative").print_stats(45)
+    return code
+
+
+def run_process(request_path: str) -> int:
+    """The checker process (`python -m grader.judge.checker REQUEST`, or forked by the warm start)."""
+    import os
+    # Answers go to the real stdout; anything else that prints (warnings) goes to stderr.
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    serving = lambda: serve(request_path, sys.stdin, out)  # noqa: E731
+    return _profiled(serving) if os.environ.get("KATA_CHECKER_PROFILE") else serving()
+
+
+if __name__ == "__main__":
+    sys.exit(run_process(sys.argv[1]))

@@ -1,0 +1,237 @@
+"""Cheats and diagnoses: what a failure is called, and what the learner is told about it.
+
+A **cheat** is named only on evidence that an honest kernel cannot produce: a forbidden op or
+torch doing the work, no Triton kernel at all, tampering, forged results, an output subclass or
+lazy wrapper, a side stream or thread, results served without a launch or as stale copies,
+timing-aware behaviour, a time below the physical floor. Everything an honest bug can also
+cause is a **diagnosis**: a short code, a sentence of what was seen, and advice about the likely
+bug. Both fail the grade; only a cheat is shown as "Rejected" (docs/SCORING.md has both tables).
+
+What a failing output's values show is grader.judge.value_diagnosis (`analyse`, run by the checker);
+this module is the vocabulary, with no torch import: the command-line process uses it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# ---- the two vocabularies ------------------------------------------------------------------------
+
+# Reasons that are cheats: evidence an honest kernel cannot produce. A reason not listed here
+# nor in RECLASSIFIED (a new one, say) is treated as a cheat too.
+CHEATS = {
+    "no_triton_kernel": "no Triton kernel launched",
+    "forbidden_op": "a forbidden op called",
+    "torch_compute": "torch did the work",
+    "cached_results": "results served without a launch, or stale copies of earlier outputs",
+    "output_type": "an output subclass or lazy wrapper",
+    "side_stream": "a kernel launched on a side stream",
+    "background_thread": "work done in a background thread",
+    "tampering": "the grader, its timer or its checker patched",
+    "fake_result": "forged events in the grader's result channel",
+    "protected_path_written": "the results store or a report written",
+    "slow_first_calls": "timing-aware behaviour",
+    "below_physical_floor": "a time below the physical floor",
+}
+
+# Reasons once named as cheats that an honest bug can produce: now diagnosis codes.
+RECLASSIFIED = {
+    "out_of_bounds_write": "out_of_bounds_write",
+    "input_mutated": "input_mutated",
+    "output_aliases_input": "output_aliases_input",
+    "sandbox_violation": "sandbox_violation",
+    "precision_downgraded": "low_precision",
+    "partial_work": "unwritten_elements",
+    "nondeterministic": "input_dependent_error",
+    "public_cases_only": "hidden_cases_fail",
+    "timed_outputs_wrong": "timed_outputs_wrong",
+}
+
+# Advice per diagnosis code: what the likely bug is, and what to try.
+ADVICE = {
+    # values (the checker's analysis)
+    "tail_wrong": "does your grid cover the tail? Launch triton.cdiv(n, BLOCK) programs, not "
+                  "n // BLOCK, and mask the last block (offsets < n)",
+    "rows_wrong": "does your grid cover every row? Launch triton.cdiv(n_rows, ROWS_PER_PROGRAM) "
+                  "programs, not n_rows // ROWS_PER_PROGRAM",
+    "row_end_wrong": "the end of every row is not covered: mask with cols < N (not N - 1) and loop "
+                     "over rows longer than one block (for start in range(0, N, BLOCK))",
+    "unwritten_elements": "some blocks or rows were skipped: check the grid and the program-id "
+                          "arithmetic, and that every program stores its whole block",
+    "nothing_written": "is the grid empty for this size (n // BLOCK == 0?), or does the kernel "
+                       "write to a different tensor than the one returned?",
+    "overflow": "an intermediate overflowed or underflowed at this magnitude: in float32 exp(x) "
+                "is inf above x = 88 and 0 below x = -103, so subtract the row max before exp (and "
+                "keep padding lanes out of the max: other=-inf); in float16 x * x is inf above "
+                "|x| = 256, so compute sums of squares in float32",
+    "zero_output": "never written into a zero-filled output (torch.zeros), or a statistic that "
+                   "overflowed or underflowed: compute statistics in float32",
+    "non_finite": "look for 0/0, inf - inf, the square root or log of a negative number, or "
+                  "elements never written (new outputs are filled with NaN)",
+    "row_scale": "the row's statistic (its max, sum, mean or norm) is wrong while the elementwise "
+                 "part is right: check what the reduction includes (padding lanes past N must not "
+                 "count: other=0 for a sum, -inf for a max), the divisor (N, not BLOCK_SIZE), where eps "
+                 "goes (inside the square root), and that a running sum is rescaled when the "
+                 "running max changes",
+    "column_scale": "a per-column input (a weight?) is applied wrongly or not at all: load it at "
+                    "the column offsets and multiply",
+    "low_precision": "this task must be computed in float32 (or better): load with "
+                     ".to(tl.float32) and keep intermediates and accumulators in float32",
+    "property_failed": "the kata's property check says what is wrong (a random output has no "
+                       "single right answer, so it is judged by its properties)",
+    "wrong_values": "compare your kernel with the reference on this case (its name says what "
+                    "it tests); the first mismatches are listed in the report",
+    "input_dependent_error": "the error depends on the input values: a numerical edge case one "
+                             "draw hits and the other does not (tiny or huge values, all-negative "
+                             "rows, zeros), or a race or a read of memory before it is written",
+    "hidden_cases_fail": "edge cases the public ones do not cover: sizes that are not a multiple "
+                         "of the block, one row or column, long or strided rows, extreme values; "
+                         "the case names say which",
+    "timed_outputs_wrong": "right in the checked calls but wrong while timed: look for state kept "
+                           "across calls (a reused output buffer, a cache), a race between "
+                           "launches, or a bug only the large bench shapes hit",
+    # what the worker saw
+    "out_of_bounds_write": "mask the store (and the loads) with offsets < n, and find row "
+                           "starts with the row stride",
+    "input_mutated": "write only to the outputs; allocate any scratch space you need",
+    "output_aliases_input": "allocate a new output (torch.empty_like(x)) and return it",
+    "sandbox_violation": "a submission may not start processes (fork, os.system, subprocess "
+                         "with a shell or an interpreter): remove such calls, debugging ones too",
+    "wrong_device": "allocate outputs on the inputs' device (device=x.device) and compute there",
+    "wrong_dtype": "allocate the output with the dtype the kata asks for (usually the input's: "
+                   "torch.empty_like(x)); compute in float32 inside the kernel and cast on the store",
+    "wrong_shape": "allocate the output with the shape the kata asks for",
+    "wrong_output": "return what the kata's signature says: plain tensors, as many as it lists",
+    "memory_budget": "the call allocated more scratch memory than the kata's budget allows: "
+                     "look for a copy of an input in a wider dtype (x.float()), an intermediate as "
+                     "large as the input (a softmax, an exp, a buffer per element), or PyTorch "
+                     "temporaries; keep each row in registers and stream it block by block, "
+                     "allocating only the outputs and small per-row or per-program buffers",
+    "exception": "the traceback shows where; Triton compile errors name the kernel line",
+    "not_implemented": "the stub is not filled in yet",
+    "failed_while_timed": "the traceback shows where; it ran while timed on the bench shapes",
+    "time_limit": "look for an infinite loop in the launcher or a kernel loop that never ends "
+                  "(raise the limit with --timeout if it is only slow)",
+    "limit_exceeded": "the submission used more memory, processes or output than the sandbox allows",
+    "crashed": "the process died: a CUDA fault, a segfault, or an exit called by the submission",
+    "cuda_fault": "an illegal memory access is usually an unmasked load or store, or a wrong "
+                  "offset (row stride, int32 overflow on large tensors)",
+    "load_error": "fix the file so it imports and defines the kata's entry function",
+    "internal_error": "not your fault: please report it",
+}
+
+DIAGNOSES = sorted(ADVICE)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    code: str
+    message: str  # what was seen, for this case
+    advice: str = ""  # the likely bug and what to try
+
+    def __post_init__(self):
+        if not self.advice:
+            object.__setattr__(self, "advice", ADVICE.get(self.code, ""))
+
+    @property
+    def text(self) -> str:
+        return f"{self.message}: {self.advice}" if self.advice else self.message
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def is_cheat(reason: str, message: str = "") -> bool:
+    return classify(reason, message)[0] == "cheat"
+
+
+def classify(reason: str, message: str = "") -> tuple[str, str]:
+    """('cheat', reason) or ('diagnosis', code) for a reason the worker or checker named."""
+    if reason == "output_type" and "the inputs' device" in message:
+        return "diagnosis", "wrong_device"  # on the wrong device: an honest bug, not a wrapper
+    if reason in RECLASSIFIED:
+        return "diagnosis", RECLASSIFIED[reason]
+    return "cheat", reason
+
+
+_STRUCTURE = [  # (pattern in the message, code): the worker's and checker's own messages
+    (re.compile(r"^not implemented yet"), "not_implemented"),
+    (re.compile(r"never checked"), "internal_error"),
+    (re.compile(r"raised an exception"), "exception"),
+    (re.compile(r" has dtype \S+, expected "), "wrong_dtype"),
+    (re.compile(r" has shape \(.*\), expected "), "wrong_shape"),
+    (re.compile(r" is on \S+, expected "), "wrong_device"),
+    (re.compile(r"^peak extra GPU memory .* exceeds the budget"), "memory_budget"),
+]
+
+
+def from_message(message: str, status: str) -> Diagnosis:
+    """A failure the worker reported without naming a reason (a type, a shape, an exception)."""
+    for pattern, code in _STRUCTURE:
+        if pattern.search(message):
+            return Diagnosis(code, _first_line(message))
+    return Diagnosis("exception" if status == "error" else "wrong_output", _first_line(message))
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
+# ---- a grade's findings ------------------------------------------------------------------------
+
+class Findings:
+    """The cheats and diagnoses of one grade, each listed once per code with a count of cases
+    and the first case (the order of first appearance is kept)."""
+
+    def __init__(self):
+        self._cheats: dict[str, dict] = {}
+        self._diagnoses: dict[str, dict] = {}
+
+    def cheat(self, reason: str, case: str | None, message: str, first: bool = False) -> None:
+        entry = self._cheats.get(reason)
+        if entry is None:
+            entry = {"reason": reason, "count": 0, "first_case": case, "message": message}
+            if first:
+                self._cheats = {reason: entry, **self._cheats}
+            else:
+                self._cheats[reason] = entry
+        if case is not None:
+            entry["count"] += 1
+            if entry["first_case"] is None:
+                entry["first_case"], entry["message"] = case, entry["message"] or message
+
+    def diagnosis(self, diagnosis: Diagnosis | dict, case: str | None, count: int = 1) -> None:
+        d = diagnosis if isinstance(diagnosis, dict) else diagnosis.to_dict()
+        entry = self._diagnoses.get(d["code"])
+        if entry is None:
+            self._diagnoses[d["code"]] = {"code": d["code"], "count": count, "first_case": case,
+                                          "message": d["message"],
+                                          "advice": d.get("advice") or ADVICE.get(d["code"], "")}
+        else:
+            entry["count"] += count
+
+    @property
+    def cheats(self) -> list[dict[str, Any]]:
+        return list(self._cheats.values())
+
+    @property
+    def diagnoses(self) -> list[dict[str, Any]]:
+        return list(self._diagnoses.values())
+
+
+def hidden_only(cases) -> tuple[Diagnosis, list] | None:
+    """Every public case passes and some hidden case fails: an edge case only the hidden ones
+    test. Returns the diagnosis and the failing hidden cases."""
+    ran = [c for c in cases if c.status not in ("skipped", "not_run")]
+    public = [c for c in ran if not c.hidden]
+    failed = [c for c in ran if c.hidden and c.status in ("fail", "error")]
+    if not public or not failed or any(c.status != "pass" for c in public):
+        return None
+    names = []
+    for c in failed:
+        if c.name not in names:
+            names.append(c.name)
+    return Diagnosis("hidden_cases_fail", "passes the public cases but fails hidden edge cases: "
+                     + ", ".join(names)), failed

@@ -1,0 +1,99 @@
+"""Rendering results and katas through the jinja2 templates in templates/ (never prints)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+import jinja2
+
+from grader.kata.format import Kata
+from grader.paths import templates_dir
+from grader.results.schema import GradeResult
+from grader.results.scoring import FORMULA, points_lost
+
+FORMATS = {".md": "report.md.j2", ".markdown": "report.md.j2", ".html": "report.html.j2",
+           ".htm": "report.html.j2"}
+
+
+class ReportFormatError(ValueError):
+    pass
+
+
+def _fmt(value, spec: str = ".3g", none: str = "-") -> str:
+    if value is None:
+        return none
+    if isinstance(value, str):
+        return value
+    return format(value, spec)
+
+
+def _sentence(text: str) -> str:
+    """A phrase as a sentence: capitalised, ending in a full stop (or its own ? or !)."""
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".?!" else text + "."
+
+
+def template_environment() -> jinja2.Environment:
+    """The templates/ folder with the number filters every report, debrief and board shares."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        autoescape=jinja2.select_autoescape(["html.j2"]),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["num"] = _fmt
+    env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.1f}%"
+    env.filters["ms"] = lambda v: "-" if v is None else f"{v:.4g}"
+    env.filters["speed"] = lambda v: "-" if v is None else f"{v:.2f}x"
+    env.filters["credit"] = lambda v: "-" if v is None else f"{v:.2f}"
+    env.filters["shape"] = lambda v: "-" if v is None else "x".join(str(d) for d in v) or "scalar"
+    env.filters["sentence"] = _sentence
+    return env
+
+
+def to_json(result: GradeResult) -> str:
+    return json.dumps(result.to_dict(), indent=2, default=str)
+
+
+def render_report(result: GradeResult, fmt: str) -> str:
+    """fmt: 'md' or 'html'."""
+    template = template_environment().get_template("report.md.j2" if fmt == "md" else "report.html.j2")
+    return template.render(r=result, formula=FORMULA, lost=points_lost(result.tasks),
+                           generated=datetime.datetime.now().astimezone().isoformat(timespec="seconds"))
+
+
+def report_format(path: Path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ReportFormatError(
+            f"Cannot tell the report format from '{path}': use a .md or .html file name.")
+    return "md" if FORMATS[suffix] == "report.md.j2" else "html"
+
+
+def write_report(result: GradeResult, path: Path) -> Path:
+    path = Path(path)
+    text = render_report(result, report_format(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def render_workspace_readme(kata: Kata) -> str:
+    from grader.kata.allowed_ops import ALLOWED_GROUPS
+    return template_environment().get_template("workspace_readme.md.j2").render(
+        k=kata, public_cases=public_cases(kata), torch_allowed=ALLOWED_GROUPS)
+
+
+def public_cases(kata: Kata) -> list[dict]:
+    rows = []
+    for task in kata.tasks:
+        for case in task.cases:
+            if not case.hidden:
+                rows.append({"task": task.name, "name": case.name, "dtypes": ", ".join(case.dtypes),
+                             "params": ", ".join(f"{k}={v}" for k, v in case.params.items())})
+    return rows

@@ -1,0 +1,282 @@
+"""The line between the worker and the grading parent: the worker asks, the parent decides.
+
+A socket pair, inherited by the worker. The worker announces each case (with its time limit),
+hands over each case's outputs and waits for the verdict, asks whether to time at all, and
+during timing asks after every call whether to keep its outputs. The parent side (`Referee`, a
+thread of the grading process) answers from what only it knows: the checker's verdicts and the
+secret choice of which timed calls are verified, drawn from the operating system's randomness
+in this process, never in the worker's.
+
+Every question is answered once: a question asked twice (the submission reading ahead on the
+worker's socket) voids the grade.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import threading
+import time
+
+SAMPLED = 3  # timed calls per bench case whose outputs are verified
+
+
+class ParentGone(Exception):
+    """The parent closed the line: stop at once."""
+
+
+class ParentLine:
+    """The worker's end: ask(op, **fields) -> the parent's answer (a dict)."""
+
+    def __init__(self, fd: int):
+        self._sock = socket.socket(fileno=fd)
+        self._reader = self._sock.makefile("rb")
+        self._writer = self._sock.makefile("wb")
+
+    def ask(self, op: str, **fields) -> dict:
+        try:
+            self._writer.write((json.dumps({"op": op, **fields}, default=str) + "\n").encode())
+            self._writer.flush()
+            line = self._reader.readline()
+        except OSError as exc:
+            raise ParentGone(str(exc)) from None
+        if not line:
+            raise ParentGone("the grading process closed the line")
+        return json.loads(line)
+
+
+class ParentSampler:
+    """The timing loop's sampler (grader.timing.timer.time_pair), answered by the parent."""
+
+    def __init__(self, line: ParentLine, key: str):
+        self.line, self.key = line, key
+
+    def begin(self, calls: int, n_sets: int) -> None:
+        self.line.ask("timing", key=self.key, calls=calls, sets=n_sets)
+
+    def keep(self, call: int) -> int | None:
+        return self.line.ask("sample", key=self.key, call=call).get("set")
+
+
+# A task's remaining cases are not run once this many of its cases have failed (unless
+# --keep-going): a wrong submission's verdict in seconds, with enough failures to diagnose.
+FAILURES_PER_TASK = 3
+
+
+class GpuTurns:
+    """Grades side by side on one GPU: their checked cases may overlap one another, but a grade
+    that times has the GPU to itself (no case of another grade runs while it times)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._cases = 0  # checked cases in flight, across grades
+        self._timing = False
+        self._waiting_to_time = 0
+
+    def case_begin(self) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._timing and not self._waiting_to_time)
+            self._cases += 1
+
+    def case_end(self) -> None:
+        with self._cond:
+            self._cases -= 1
+            self._cond.notify_all()
+
+    def timing_begin(self) -> None:
+        with self._cond:
+            self._waiting_to_time += 1
+            self._cond.wait_for(lambda: not self._timing and self._cases == 0)
+            self._waiting_to_time -= 1
+            self._timing = True
+
+    def timing_end(self) -> None:
+        with self._cond:
+            self._timing = False
+            self._cond.notify_all()
+
+
+class Referee(threading.Thread):
+    """The parent's end, serving one worker. `judge` has check_case(planned, result) and
+    check_samples(planned, samples, method, n_sets); `progress(event)` hears what happens."""
+
+    def __init__(self, sock: socket.socket, judge, plan: list[dict], *, fail_fast: bool = False,
+                 keep_going: bool = False, progress=None, sampled: int = SAMPLED,
+                 turns: GpuTurns | None = None):
+        super().__init__(daemon=True, name="kata-referee")
+        self.sock, self.judge = sock, judge
+        self.plan = {p["key"]: p for p in plan}
+        self.fail_fast, self.keep_going = fail_fast, keep_going
+        self.progress = progress or (lambda event: None)
+        self.sampled = sampled
+        self.verdicts: dict[str, dict] = {}
+        self.timeline: list[tuple[float, str, str]] = []  # (when, op, key): where a grade's time goes
+        self.timing_failures: dict[str, dict] = {}
+        self.forgeries: list[str] = []
+        self.errors: list[str] = []  # the checker's own failures (a fault of the kata or grader)
+        self.stopped_at: str | None = None  # the failing case --fail-fast stopped at
+        # Tasks given up on after FAILURES_PER_TASK failing cases: {task: failures}.
+        self.given_up: dict[str, int] = {}
+        self._failures: dict[str, int] = {}
+        self.timing_skipped = False
+        self.current: dict | None = None  # the case in flight: key, phase, started, limit_s
+        self._chosen: dict[str, dict[int, int]] = {}
+        self._asked: dict[str, set[int]] = {}
+        self._random = secrets.SystemRandom()
+        self._lock = threading.Lock()
+        self._turns, self._timing_held, self._in_case = turns, False, False
+
+    # -- the thread ------------------------------------------------------------------------
+    def run(self) -> None:
+        reader, writer = self.sock.makefile("rb"), self.sock.makefile("wb")
+        try:
+            for line in reader:
+                try:
+                    request = json.loads(line)
+                    answer = self.answer(request) if isinstance(request, dict) else None
+                except ValueError:
+                    answer = None
+                if answer is None:
+                    self.forgeries.append("a malformed request on the grader's line")
+                    answer = {}
+                writer.write((json.dumps(answer) + "\n").encode())
+                writer.flush()
+        except OSError:
+            pass
+
+    def overdue(self) -> dict | None:
+        """The case in flight, if it has run past its limit."""
+        with self._lock:
+            current = self.current
+        if current and time.monotonic() - current["started"] > current["limit_s"]:
+            return current
+        return None
+
+    # -- the answers -----------------------------------------------------------------------
+    def answer(self, request: dict) -> dict | None:
+        op, key = request.get("op"), request.get("key")
+        self.timeline.append((time.monotonic(), op, key))
+        if op != "time" and key not in self.plan:
+            return None
+        handler = getattr(self, f"_on_{op}", None) if isinstance(op, str) else None
+        return handler(request, key) if handler else None
+
+    def _on_start(self, request, key):
+        limit = request.get("limit_s")
+        if not isinstance(limit, (int, float)) or limit <= 0:
+            return None
+        if self._turns is not None and request.get("phase", "case") == "case" and not self._in_case:
+            self._turns.case_begin()  # the case's clock starts once it has its turn
+            self._in_case = True
+        phase = request.get("phase", "case")
+        with self._lock:
+            again = self.current is not None and (self.current["key"], self.current["phase"]) == (key, phase)
+            if again:  # the limit, now known (the worker starts a case before it times the baseline)
+                self.current["limit_s"] = float(limit)
+            else:
+                self.current = {"key": key, "phase": phase, "started": time.monotonic(),
+                                "limit_s": float(limit)}
+        if not again:
+            self.progress({"type": "start", "key": key, "phase": phase})
+        return {}
+
+    def _on_case(self, request, key):
+        if key in self.verdicts or not isinstance(request.get("result"), dict):
+            self.forgeries.append(f"a second result for {key}")
+            return {"ok": False, "stop": True}
+        verdict = self._judge("check_case", key, self.plan[key], request["result"])
+        if verdict is None:
+            verdict = dict(request["result"], status="error", outputs=None,
+                           message="the outputs of this case could not be checked")
+        verdict.pop("outputs", None)
+        self.verdicts[key] = verdict
+        self._end_case()
+        ok = verdict.get("status") == "pass"
+        stop = self.fail_fast and not ok
+        if stop:
+            self.stopped_at = key
+        skip_task = False
+        if not ok and not self.keep_going:
+            task = self.plan[key]["task"]
+            self._failures[task] = self._failures.get(task, 0) + 1
+            if self._failures[task] >= FAILURES_PER_TASK:
+                # The verdict is in; more failing cases of this task cost seconds and say little.
+                skip_task = True
+                self.given_up[task] = self._failures[task]
+        with self._lock:
+            self.current = None
+        self.progress({"type": "case", "key": key, "status": verdict.get("status")})
+        return {"ok": ok, "stop": stop, "skip_task": skip_task}
+
+    def _on_time(self, request, key):
+        failed = [k for k, v in self.verdicts.items() if v.get("status") != "pass"]
+        go = self.keep_going or not failed
+        self.timing_skipped = not go
+        self._end_case()
+        if go and self._turns is not None and not self._timing_held:
+            self.progress({"type": "start", "key": "(waiting for the GPU)", "phase": "timing"})
+            self._turns.timing_begin()  # no other grade's cases run while this one times
+            self._timing_held = True
+        return {"time": go}
+
+    def _end_case(self) -> None:
+        if self._in_case:
+            self._in_case = False
+            self._turns.case_end()
+
+    def release(self) -> None:
+        """The worker is gone: give back whatever turn this grade held."""
+        self._end_case()
+        if self._timing_held:
+            self._timing_held = False
+            self._turns.timing_end()
+
+    def _on_timing(self, request, key):
+        calls, sets = request.get("calls"), request.get("sets")
+        if key in self._chosen or not isinstance(calls, int) or not isinstance(sets, int) \
+                or calls < 1 or sets < 1:
+            self.forgeries.append(f"timing of {key} announced twice or malformed")
+            return {}
+        picked = self._random.sample(range(calls), min(self.sampled, calls))
+        self._chosen[key] = {call: self._random.randrange(sets) for call in picked}
+        self._asked[key] = set()
+        return {}
+
+    def _on_sample(self, request, key):
+        call = request.get("call")
+        asked = self._asked.get(key)
+        if asked is None or not isinstance(call, int) or call in asked:
+            self.forgeries.append(f"timed call {call} of {key} asked about twice, or out of turn")
+            return {"set": None}
+        asked.add(call)
+        return {"set": self._chosen[key].get(call)}
+
+    def _on_samples(self, request, key):
+        samples, method = request.get("samples"), request.get("method")
+        chosen = self._chosen.get(key, {})
+        asked = self._asked.get(key, set())
+        n_sets = request.get("sets")
+        # Call by call, a call runs on its own set (call % sets); a graph replay runs them all and
+        # the parent chose which set's outputs to keep.
+        expected = {(call, s if method == "cuda_graph" else call % max(1, n_sets or 1))
+                    for call, s in chosen.items() if call in asked}
+        if not isinstance(samples, list) or any(not isinstance(s, dict) for s in samples) or \
+                not isinstance(n_sets, int) or \
+                {(s.get("call"), s.get("set")) for s in samples} != expected or len(samples) != len(expected):
+            self.forgeries.append(f"the kept timed outputs of {key} are not the ones the grader chose")
+            return {}
+        failure = self._judge("check_samples", key, self.plan[key], samples, method, n_sets)
+        if failure:
+            self.timing_failures[key] = failure
+        with self._lock:
+            self.current = None
+        self.progress({"type": "timed", "key": key})
+        return {}
+
+    def _judge(self, what: str, key: str, *args):
+        try:
+            return getattr(self.judge, what)(*args)
+        except Exception as exc:  # noqa: BLE001 - the checker's fault, reported as an internal error
+            self.errors.append(f"{what} {key}: {type(exc).__name__}: {exc}")
+            return None

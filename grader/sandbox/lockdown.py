@@ -1,0 +1,166 @@
+"""Limits the worker puts on itself before it imports the submission (they cannot be lifted).
+
+- Filesystem: with Landlock (Linux 5.13+, no privileges needed) the process and its children may
+  write only inside the grade's temporary folder, the Triton and CUDA caches and /dev; the
+  results store, the reports and the user's files are out of reach. Reads are not restricted.
+- Processes: a Python audit hook refuses fork, exec, system and spawn, and refuses to let
+  subprocess start interpreters or shells (the compiler tools Triton runs are fine). The parent's
+  watchdog (grader.sandbox.watchdog) bounds whatever gets past it.
+- GPU memory: the caching allocator is capped at a fraction of the card, so a submission that
+  asks for the whole card fails alone, with an out-of-memory error naming the limit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from pathlib import Path
+
+# What subprocess may not start: interpreters and shells, the ways to run arbitrary code (or a
+# fork bomb) outside this process's audit hook. Everything else (the compilers, ptxas, ldconfig,
+# file and whatever else Triton and PyTorch run while compiling and loading kernels) is allowed;
+# the watchdog bounds the rest.
+REFUSED_PROGRAMS = frozenset({
+    "sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "busybox", "env", "nohup", "setsid",
+    "xargs", "timeout", "su", "sudo", "perl", "ruby", "node", "lua", "php", "tclsh", "wish",
+})
+_REFUSED_EVENTS = {
+    "os.fork": "os.fork()", "os.forkpty": "os.forkpty()", "os.system": "os.system()",
+    "os.exec": "os.exec*()", "os.spawn": "os.spawn*()",
+    "pty.spawn": "pty.spawn()",
+}
+
+
+class SandboxViolation(RuntimeError):
+    """Raised inside the submission when it tries something the sandbox forbids."""
+
+
+violations: list[str] = []  # what was refused, for the report
+
+
+def _audit(event: str, args) -> None:
+    what = _REFUSED_EVENTS.get(event)
+    if what is None and event in ("subprocess.Popen", "os.posix_spawn"):
+        # Popen: (executable, args, cwd, env); posix_spawn (which Popen itself may use): (path, argv, env)
+        executable, argv = args[0], args[1]
+        program = executable or (argv[0] if isinstance(argv, (list, tuple)) and argv else argv)
+        name = Path(os.fsdecode(program)).name if program else ""
+        if not _refused_program(name):
+            return
+        what = f"starting a process ({name or program!r})"
+    if what is None:
+        return
+    violations.append(what)
+    raise SandboxViolation(f"the grading sandbox does not allow {what}")
+
+
+def _refused_program(name: str) -> bool:
+    return not name or name in REFUSED_PROGRAMS or name.startswith(("python", "pypy"))
+
+
+def refuse_processes() -> None:
+    sys.addaudithook(_audit)  # an audit hook cannot be removed once added
+
+
+gpu_memory_fraction = 1.0
+
+
+def limit_gpu_memory(fraction: float) -> None:
+    import torch
+
+    global gpu_memory_fraction
+    torch.cuda.set_per_process_memory_fraction(fraction, 0)
+    gpu_memory_fraction = fraction
+
+
+# Landlock (include/uapi/linux/landlock.h): write-type access rights, by ABI version.
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
+_PR_SET_NO_NEW_PRIVS = 38
+_RULE_PATH_BENEATH = 1
+_WRITE_FILE = 1 << 1
+_REMOVE_DIR, _REMOVE_FILE = 1 << 4, 1 << 5
+_MAKE_CHAR, _MAKE_DIR, _MAKE_REG, _MAKE_SOCK, _MAKE_FIFO, _MAKE_BLOCK, _MAKE_SYM = (
+    1 << 6, 1 << 7, 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12)
+_REFER, _TRUNCATE = 1 << 13, 1 << 14  # ABI 2 and 3
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1  # the kernel's struct is packed
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 where Landlock is unavailable."""
+    if sys.platform != "linux":
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    version = libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return max(0, version)
+
+
+def restrict_writes(writable: list[Path]) -> str | None:
+    """Allow writes only beneath `writable`; returns why it could not, or None when in force."""
+    abi = landlock_abi()
+    if abi < 1:
+        return "Landlock is not available in this kernel"
+    access = (_WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE | _MAKE_CHAR | _MAKE_DIR | _MAKE_REG
+              | _MAKE_SOCK | _MAKE_FIFO | _MAKE_BLOCK | _MAKE_SYM)
+    if abi >= 2:
+        access |= _REFER
+    if abi >= 3:
+        access |= _TRUNCATE
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = _RulesetAttr(access)
+    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
+                           ctypes.c_uint32(0))
+    if ruleset < 0:
+        return f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}"
+    try:
+        for path in writable:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # a cache folder that does not exist yet cannot be written either
+            try:
+                is_dir = os.path.isdir(path)
+                rule = _PathBeneathAttr(access if is_dir else (access & (_WRITE_FILE | _TRUNCATE)), fd)
+                if libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule),
+                                ctypes.c_uint32(0)) < 0:
+                    return f"landlock_add_rule({path}) failed: {os.strerror(ctypes.get_errno())}"
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return f"prctl(NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}"
+        if libc.syscall(_SYS_RESTRICT_SELF, ruleset, ctypes.c_uint32(0)) < 0:
+            return f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}"
+    finally:
+        os.close(ruleset)
+    return None
+
+
+def writable_paths(grade_dir: Path) -> list[Path]:
+    """Where a grade legitimately writes: its own folder, compiler caches, devices."""
+    home = Path.home()
+    paths = [grade_dir, Path("/dev"), home / ".triton", home / ".nv", home / ".cache" / "torch"]
+    for var in ("TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR",
+                "CUDA_CACHE_PATH"):
+        if os.environ.get(var):
+            paths.append(Path(os.environ[var]))
+    try:
+        from triton import knobs
+
+        paths.append(Path(knobs.cache.dir))
+    except Exception:  # noqa: BLE001 - older triton: the env vars and ~/.triton cover it
+        pass
+    for path in paths:  # create the caches now: a folder made later could not be allowed
+        if path != Path("/dev") and path != grade_dir:
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass
+    return paths

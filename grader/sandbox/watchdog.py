@@ -1,0 +1,167 @@
+"""The parent's watch over a running worker: wall time, memory, processes, output size.
+
+Polled from outside the worker, so nothing the submission does in its own process can lift
+these limits. On Linux the worker's whole process tree is read from /proc; elsewhere only the
+wall-time and output limits apply.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+POLL_S = 0.02
+GIB = 1 << 30
+
+
+@dataclass
+class Limits:
+    wall_s: float
+    memory_bytes: int  # resident memory of the worker and everything it started
+    processes: int  # the worker included
+    output_bytes: int  # what the submission may print
+
+    def describe(self) -> str:
+        return (f"wall time {self.wall_s:g} s, CPU memory {self.memory_bytes / GIB:.1f} GiB, "
+                f"{self.processes} processes, output {self.output_bytes >> 20} MiB")
+
+
+def default_memory_bytes() -> int:
+    """Half the machine's memory, between 4 and 32 GiB."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 16 * GIB
+    return int(min(32 * GIB, max(4 * GIB, total // 2)))
+
+
+@dataclass
+class Breach:
+    kind: str  # time | memory | processes | output
+    message: str
+    case: str | None = None  # the case that broke its own time limit
+
+
+def _proc_table() -> dict[int, tuple[int, int, int]]:
+    """pid -> (parent pid, resident bytes, start time) for every process we can see."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        # The command name is in parentheses and may itself hold spaces or parentheses.
+        fields = stat[stat.rfind(")") + 2:].split()
+        try:
+            table[int(entry)] = (int(fields[1]), int(fields[21]) * page, int(fields[19]))
+        except (IndexError, ValueError):
+            continue
+    return table
+
+
+def descendants(root: int, table: dict[int, tuple[int, int, int]]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table:
+            found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def watch(proc: subprocess.Popen, limits: Limits, output_path: Path,
+          seen: dict[int, int], extra=None) -> Breach | None:
+    """Wait for proc to exit; returns the first limit it broke (the caller kills it).
+
+    `seen` collects every process of the tree (pid -> start time), so processes that left the
+    process group can still be killed afterwards. `extra()`, polled too, returns a Breach of a
+    limit the caller keeps (a case's own time limit).
+    """
+    deadline = time.monotonic() + limits.wall_s
+    can_scan = os.path.isdir("/proc/self")
+    while True:
+        try:
+            proc.wait(timeout=POLL_S)
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > deadline:
+            return Breach("time", f"Time limit exceeded: the submission ran for more than "
+                                  f"{limits.wall_s:g} s")
+        breach = extra() if extra else None
+        if breach:
+            return breach
+        try:
+            size = output_path.stat().st_size
+        except OSError:
+            size = 0
+        if size > limits.output_bytes:
+            return Breach("output", f"Output limit exceeded: the submission printed more than "
+                                    f"{limits.output_bytes >> 20} MiB")
+        if not can_scan:
+            continue
+        table = _proc_table()
+        tree = descendants(proc.pid, table)
+        seen.update((pid, table[pid][2]) for pid in tree)
+        if len(tree) > limits.processes:
+            return Breach("processes", f"Process limit exceeded: the submission started "
+                                       f"{len(tree) - 1} processes (at most "
+                                       f"{limits.processes - 1} are allowed)")
+        resident = sum(table[pid][1] for pid in tree)
+        if resident > limits.memory_bytes:
+            return Breach("memory", f"Memory limit exceeded: the grading process used "
+                                    f"{resident / GIB:.1f} GiB of CPU memory (the limit is "
+                                    f"{limits.memory_bytes / GIB:.1f} GiB)")
+
+
+def freeze(seen: dict[int, int], rounds: int = 50) -> None:
+    """Stop (SIGSTOP) the worker's whole tree before it is killed, scanning until no new process
+    appears: a stopped process cannot fork, so a child forked between the last poll and the
+    kill (and perhaps already out of the session) is found and stopped too. The tree is what
+    descends from the processes in `seen` that still run (pid and start time: never a reused
+    pid); adds what it finds to `seen`."""
+    import signal
+
+    if not os.path.isdir("/proc/self"):
+        return
+    stopped: set[int] = set()
+    for _ in range(rounds):
+        table = _proc_table()
+        roots = [pid for pid, started in seen.items() if pid in table and table[pid][2] == started]
+        tree = {pid for r in roots for pid in descendants(r, table)}
+        new = tree - stopped
+        if not new:
+            return
+        for pid in new:
+            seen.setdefault(pid, table[pid][2])
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                pass
+        stopped |= new
+
+
+def kill_all(seen: dict[int, int]) -> None:
+    """Kill the processes seen in the tree that still run (the start time rules out reused pids)."""
+    import signal
+
+    if not seen:
+        return
+    table = _proc_table()
+    for pid, started in seen.items():
+        if pid not in table or table[pid][2] != started:
+            continue
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -1,0 +1,651 @@
+"""The grading worker: a child process that imports the submission and runs the planned cases.
+
+Started by grader.grading.runner as `python -m grader.sandbox.worker REQUEST.json`. Before the
+submission is imported it measures the device, snapshots the grader (grader.sandbox.integrity),
+wraps Triton's launch methods (grader.sandbox.launches) and locks itself down
+(grader.sandbox.lockdown). Then, per case, it calls the submission twice (fresh inputs, then new
+contents in the same buffers), checks what only a live process can see (exceptions, forbidden ops,
+kernel launches, threads and streams, output types, aliasing, changed inputs, guard bands) and saves
+the outputs; whether the values are right is decided by grader.judge.checker, which never imports
+the submission. On a GPU it then times the submission against the baseline (grader.timing.timer) and
+saves the outputs of sampled timed calls.
+
+It reports through a results file named in the request, one JSON event per line, flushed as it
+goes, so the parent knows how far it got if the submission crashes or hangs the process. The
+submission's own stdout and stderr go to a file the parent shows as "output"; never parsed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import torch
+import triton
+
+from grader.judge import handover
+from grader.judge.compare import check_tensor_type
+from grader.judge.inputs import AGAIN, case_seed, flatten, make_case_inputs, output_dtype
+from grader.kata import memory_budget
+from grader.kata.allowed_ops import describe, effective_allowed
+from grader.kata.format import load_kata
+from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
+from grader.sandbox import integrity, launches, lockdown
+from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
+from grader.sandbox.guardbands import GuardedFactories, guarded_copy
+from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
+from grader.timing.ceilings import cache_key
+from grader.timing.timer import floor_ms, measure_ceilings, slow_first_calls, time_pair
+
+FATAL_CUDA_MARKERS = ("CUDA error", "illegal memory access", "illegal instruction",
+                      "misaligned address", "unspecified launch failure", "device-side assert")
+
+
+def is_cuda_fault(exc: BaseException) -> bool:
+    """After these the CUDA context is lost: nothing more can run in this process."""
+    return any(marker in str(exc) for marker in FATAL_CUDA_MARKERS)
+
+
+class Reporter:
+    def __init__(self, path: str):
+        # Opened before the submission is imported. Its path is in the request file, which the
+        # submission could read: the runner voids a grade whose events it did not write itself.
+        self._file = open(path, "a", buffering=1)
+
+    def emit(self, event: dict) -> None:
+        self._file.write(json.dumps(event, default=str) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+
+def user_traceback(exc: BaseException, submission: Path) -> str:
+    """The exception with its traceback trimmed to frames in the user's own files."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    user_dir = str(submission.parent)
+    mine = [f for f in frames if f.filename.startswith(user_dir)]
+    lines = []
+    if mine:
+        lines.append("Traceback (your code only):")
+        for f in mine[-8:]:
+            lines.append(f'  File "{Path(f.filename).name}", line {f.lineno}, in {f.name}')
+            if f.line:
+                lines.append(f"    {f.line.strip()}")
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if len(text) > 3000:
+        text = text[:3000] + " ... (trimmed)"
+    lines.append(text)
+    return "\n".join(lines)
+
+
+def load_submission(path: Path):
+    """Import the submission as module 'solution'; raises SubmissionLoadError with a clear text."""
+    spec = importlib.util.spec_from_file_location("solution", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["solution"] = module
+    sys.path.insert(0, str(path.parent))  # let it import helpers that sit beside it
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        where = f"{Path(exc.filename or path).name}, line {exc.lineno}"
+        detail = f"\n    {exc.text.rstrip()}" if exc.text else ""
+        if exc.text and exc.offset:
+            detail += "\n    " + " " * (exc.offset - 1 - (len(exc.text) - len(exc.text.lstrip()))) + "^"
+        raise SubmissionLoadError("syntax", f"Syntax error in {where}: {exc.msg}{detail}") from None
+    except BaseException as exc:  # noqa: BLE001 - anything the import raises is the user's
+        if isinstance(exc, SystemExit):
+            raise SubmissionLoadError("import", f"{path.name} called sys.exit({exc.code}) while being imported") from None
+        raise SubmissionLoadError(
+            "import", f"Importing {path.name} raised an exception:\n{user_traceback(exc, path)}"
+        ) from None
+    return module
+
+
+class SubmissionLoadError(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def check_entry(module, task, path: Path):
+    fn = getattr(module, task.name, None)
+    if fn is None:
+        defined = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                         and getattr(v, "__module__", None) == "solution")
+        found = f" It defines: {', '.join(defined)}." if defined else ""
+        raise SubmissionLoadError(
+            "missing_entry",
+            f"{path.name} has no function '{task.name}': the kata calls {task.signature}.{found}")
+    if not callable(fn) or isinstance(fn, type):
+        raise SubmissionLoadError("missing_entry", f"'{task.name}' in {path.name} is not a function")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return fn
+    try:
+        sig.bind(*task.args)
+    except TypeError as exc:
+        raise SubmissionLoadError(
+            "signature",
+            f"{task.name}{sig} in {path.name} has the wrong signature: the kata calls "
+            f"{task.signature}, passing {len(task.args)} positional argument(s) "
+            f"({', '.join(task.args)}); Python says: {exc}") from None
+    return fn
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _guard_tree(value, label: str, guards: list):
+    """value with every tensor moved into guarded storage; the guards are appended to `guards`."""
+    if isinstance(value, torch.Tensor):
+        copy, guard = guarded_copy(value, label)
+        guards.append(guard)
+        return copy
+    if isinstance(value, (list, tuple)):
+        return type(value)(_guard_tree(v, f"{label}[{i}]", guards) for i, v in enumerate(value))
+    return value
+
+
+def _copy_contents(dst, src):
+    """src's values written into dst's tensors (same buffers); non-tensors taken from src."""
+    if isinstance(dst, torch.Tensor):
+        dst.copy_(src)
+        return dst
+    if isinstance(dst, (list, tuple)):
+        return type(dst)(_copy_contents(d, s) for d, s in zip(dst, src))
+    return src
+
+
+def _tensor_like(value) -> bool:
+    return isinstance(value, torch.Tensor) or hasattr(type(value), "__torch_function__")
+
+
+def _check_bands(guard, what: str) -> None:
+    lo, hi = guard.damage()
+    if lo or hi:
+        raise CaseProblem(
+            f"wrote out of bounds: {hi or lo} byte(s) {'after the end' if hi else 'before the start'} "
+            f"of {what} were overwritten (an unmasked store tail, or a wrong offset)",
+            "out_of_bounds_write")
+
+
+class CaseProblem(Exception):
+    """What the live process saw wrong with a call: a message, and a cheat when it is one."""
+
+    def __init__(self, message: str, cheat: str | None = None, status: str = "fail"):
+        super().__init__(message)
+        self.message, self.cheat, self.status = message, cheat, status
+
+
+class CaseRunner:
+    """Runs one task's cases against the submission in this process."""
+
+    def __init__(self, spec, task, fn, submission: Path, device: str, seed: int, outdir: Path,
+                 snapshot: integrity.Snapshot):
+        self.spec, self.task, self.fn = spec, task, fn
+        self.submission, self.device, self.seed = submission, device, seed
+        self.outdir, self.snapshot = outdir, snapshot
+        self.python_forbidden, self.aten_forbidden = resolve_forbidden(task.forbidden)
+        self.torch_allowed = effective_allowed(task.allowed_ops, task.forbidden)
+        self.torch_ops = None  # what the last call did with PyTorch (grader.sandbox.guards.TorchOps)
+        self.cases = {c.name: c for c in task.cases}
+        self.saved = 0
+        self.shared: list[torch.Tensor] = []  # outputs handed over by CUDA IPC, not yet ruled on
+
+    def inputs(self, planned, salt: str = "") -> dict:
+        case = self.cases[planned["case"]]
+        return make_case_inputs(self.spec, self.task, case, planned["dtype"], self.device,
+                                self.seed, planned["key"], salt)
+
+    def run_case(self, planned) -> dict:
+        """Two checked calls; returns the worker's side of a CaseResult as a dict."""
+        guards: list = []
+        inputs = {name: _guard_tree(v, name, guards) for name, v in self.inputs(planned).items()}
+        first = next((t for a in self.task.args for _, t in flatten(inputs[a], a)
+                      if isinstance(t, torch.Tensor)), None)
+        result = {"task": self.task.name, "name": planned["case"], "dtype": planned["dtype"],
+                  "shape": list(first.shape) if first is not None else None,
+                  "hidden": planned["hidden"], "status": "ran", "message": "", "cheat": None}
+        budget = self._memory_budget(planned)
+        try:
+            outputs = {"first": self._checked_call(inputs, guards, budget=budget)}
+            fresh = self.inputs(planned, AGAIN)
+            inputs = {name: _copy_contents(inputs[name], fresh[name]) for name in inputs}
+            outputs["again"] = self._checked_call(inputs, guards, again=True, budget=budget)
+        except CaseProblem as problem:
+            result.update(status=problem.status, message=problem.message, cheat=problem.cheat)
+            return result
+        result["outputs"] = outputs
+        return result
+
+    def _memory_budget(self, planned) -> tuple[float, str, str] | None:
+        """(bytes, what, advice) of the task's memory budget for this case, where it is
+        measured: on a GPU (the interpreter has no peak-memory counter)."""
+        budget = self.task.memory_budget
+        if budget is None or self.device != "cuda":
+            return None
+        itemsize = getattr(torch, planned["dtype"]).itemsize
+        return budget.limit(self.cases[planned["case"]].params, itemsize), budget.what, budget.advice
+
+    def _checked_call(self, inputs: dict, input_guards: list, again: bool = False,
+                      budget: tuple[float, str, str] | None = None) -> str:
+        """Call the submission once under every guard; returns the file its outputs went to."""
+        args = [inputs[a] for a in self.task.args]
+        before = [g.buffer.clone() for g in input_guards]
+        meter = memory_budget.PeakMeter(active=budget is not None)
+        returned, launched = self._call(args, meter)
+        outputs = self._collect_outputs(returned, inputs)
+        self._check_outputs(outputs, inputs)
+        produced = sum(t.numel() for got in outputs.values() for _, t in flatten(got, "")
+                       if isinstance(t, torch.Tensor))
+        if launched == 0 and produced and again:
+            raise CaseProblem("called again with new inputs in the same buffers, it launched no "
+                              "kernel and returned at once: results are cached across calls",
+                              "cached_results")
+        if launched == 0 and produced:
+            raise CaseProblem("no Triton kernel was launched: the outputs must be computed by "
+                              "Triton kernels you launch, not by PyTorch or Python code", "no_triton_kernel")
+        self._check_torch_compute()
+        for guard, snapshot in zip(input_guards, before):
+            _check_bands(guard, f"the input '{guard.label}'")
+            root = guard.label.split("[")[0]
+            if root not in self.task.inplace and not torch.equal(guard.buffer, snapshot):
+                raise CaseProblem(f"input '{guard.label}' was modified; only the outputs may be written",
+                                  "input_mutated")
+        if budget is not None:
+            returned_leaves = [t for o in self.task.returns for _, t in flatten(outputs[o.name], o.name)]
+            over = memory_budget.judge(meter.extra - memory_budget.output_bytes(returned_leaves), *budget)
+            if over:
+                raise CaseProblem(over)  # a design flaw, not a cheat: the diagnosis memory_budget
+        # The first call's in-place outputs live in the buffers the second call reuses: on a GPU
+        # (handed over by reference, not copied) they are handed over as copies.
+        return self._save(outputs, copy_inplace=not again)
+
+    def _call(self, args, meter: memory_budget.PeakMeter | None = None) -> tuple[object, int]:
+        """(what the submission returned, how many Triton kernels it launched); `meter`, when
+        active, measures the call's peak GPU memory (grader.kata.memory_budget)."""
+        seen: list[str] = []
+        meter = meter or memory_budget.PeakMeter(active=False)
+        factories = GuardedFactories(pause=meter.excluded)
+        threads_before = set(threading.enumerate())
+        violations_before = len(lockdown.violations)
+        stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
+        launches.log.start(stream)
+        error = None
+        meter.start()
+        try:
+            with submission_guards(self.python_forbidden, self.aten_forbidden, seen), factories, \
+                    watch_torch_compute(self.torch_allowed) as self.torch_ops:
+                returned = self.fn(*args)
+            _sync(self.device)
+            meter.stop()
+        except NotImplementedError as exc:
+            raise CaseProblem(f"not implemented yet: {self.task.name} raised "
+                              f"NotImplementedError({str(exc)!r})", status="error") from None
+        except Exception as exc:  # noqa: BLE001 - the submission's exception is the verdict
+            error = exc
+        finally:
+            launches.log.stop()
+        if seen:
+            raise CaseProblem(f"called a forbidden op: {seen[0]} is forbidden in this kata", "forbidden_op")
+        if len(lockdown.violations) > violations_before:
+            raise CaseProblem(f"the sandbox refused {lockdown.violations[-1]}: a submission may not "
+                              "start processes", "sandbox_violation")
+        if error is not None:
+            text = user_traceback(error, self.submission)
+            if is_cuda_fault(error):
+                raise FatalCudaError(text)
+            if isinstance(error, torch.OutOfMemoryError) and self.device == "cuda":
+                text += (f"\n(A submission may use at most {100 * lockdown.gpu_memory_fraction:.0f}% "
+                         "of the GPU's memory.)")
+            raise CaseProblem(f"{self.task.name} raised an exception:\n{text}", status="error")
+        self._check_integrity()
+        self._check_concurrency(threads_before)
+        self._check_op_escapes()
+        for guard in factories.made:
+            _check_bands(guard, "a tensor it allocated (an output?)")
+        return returned, launches.log.count
+
+    def _check_integrity(self) -> None:
+        changed = self.snapshot.changes()
+        if changed:
+            raise TamperingError(changed)
+
+    def _check_op_escapes(self) -> None:
+        """The PyTorch-op check was switched off or gone round during the call (grader.sandbox.guards)."""
+        ops = self.torch_ops
+        if ops.escapes:
+            raise CaseProblem(f"switched off or went round the check on PyTorch ops: {'; '.join(ops.escapes[:3])}. "
+                              "Whatever ran unseen counts as PyTorch doing the work", "torch_compute")
+        if ops.threads:
+            raise CaseProblem(f"a thread it started was running during the call ({ops.threads[0]}): work "
+                              "done there escapes the op check and the timer", "background_thread")
+
+    def _check_torch_compute(self) -> None:
+        """PyTorch computed on tensor data during the call (docs/SCORING.md, torch_compute)."""
+        if self.torch_ops is not None and self.torch_ops.ops:
+            raise CaseProblem(
+                f"used PyTorch for more than allocating, filling, viewing and copying tensors: "
+                f"{describe(self.torch_ops.ops)}. Your Triton kernels must compute the outputs "
+                "(reading values on the host counts too); `kata show` lists what PyTorch may do "
+                "in this kata", "torch_compute")
+
+    def _check_concurrency(self, threads_before: set) -> None:
+        if launches.log.foreign_threads:
+            raise CaseProblem(f"launched {launches.log.foreign_threads[0]} from another thread: "
+                              "work done in a background thread escapes the timer", "background_thread")
+        if launches.log.foreign_streams:
+            raise CaseProblem(f"launched {launches.log.foreign_streams[0]} on a side stream: "
+                              "launch on the current stream, which the timer watches", "side_stream")
+        submission_file = str(self.submission)
+        for thread in set(threading.enumerate()) - threads_before:
+            target = getattr(thread, "_target", None)
+            code = getattr(target, "__code__", None)
+            if thread.is_alive() and code is not None and code.co_filename == submission_file:
+                raise CaseProblem("left a background thread running after returning: work done "
+                                  "there escapes the timer", "background_thread")
+
+    def _collect_outputs(self, returned, inputs) -> dict:
+        """{output name: [leaf tensors]}: returned values, then in-place arguments."""
+        returns = self.task.returns
+        if len(returns) == 0:
+            got_returned = ()
+        elif len(returns) == 1:
+            got_returned = (returned,)
+        elif not isinstance(returned, (tuple, list)) or len(returned) != len(returns):
+            raise CaseProblem(f"{self.task.name} must return {len(returns)} values "
+                              f"({', '.join(o.name for o in returns)}), got {_describe(returned)}")
+        else:
+            got_returned = tuple(returned)
+        got_all = got_returned + tuple(inputs[name] for name in self.task.inplace)
+        return {o.name: got for o, got in zip(self.task.outputs, got_all)}
+
+    def _check_outputs(self, outputs: dict, inputs: dict) -> None:
+        first = next((t for v in inputs.values() for _, t in flatten(v, "") if isinstance(t, torch.Tensor)), None)
+        device = first.device if first is not None else torch.device(self.device)
+        input_ptrs = {}
+        for name, value in inputs.items():
+            for label, leaf in flatten(value, name):
+                if isinstance(leaf, torch.Tensor) and leaf.numel():
+                    input_ptrs[leaf.untyped_storage().data_ptr()] = label
+        for output in self.task.outputs:
+            got = outputs[output.name]
+            leaves = list(flatten(got, output.name)) if isinstance(got, (list, tuple)) else [(output.name, got)]
+            for label, leaf in leaves:
+                if not _tensor_like(leaf):
+                    if isinstance(got, (list, tuple)):
+                        raise CaseProblem(f"'{output.name}' is a {type(got).__name__}, expected a "
+                                          "torch.Tensor (or, where the kata says so, a list of tensors)")
+                    raise CaseProblem(f"'{label}' is {_describe(leaf)}, expected a torch.Tensor")
+                if type(leaf) is not torch.Tensor:
+                    kind = "a torch.Tensor subclass" if isinstance(leaf, torch.Tensor) else "a tensor-like wrapper"
+                    raise CaseProblem(
+                        f"'{label}' is a {type(leaf).__name__}, {kind}: return a plain torch.Tensor "
+                        "(subclasses and lazy wrappers are not accepted as outputs)", "output_type")
+                if leaf.device != device:
+                    raise CaseProblem(f"'{label}' is on {leaf.device}, expected {device} (the "
+                                      "inputs' device): the work must stay on the device", "output_type")
+                dtype = output_dtype(output, inputs)
+                problem = check_tensor_type(leaf, f"'{label}'", device, dtype, tuple(leaf.shape))
+                if problem:
+                    raise CaseProblem(problem)
+                if not output.inplace and leaf.numel():
+                    shared = input_ptrs.get(leaf.untyped_storage().data_ptr())
+                    if shared is not None:
+                        raise CaseProblem(f"output '{label}' shares memory with input '{shared}': "
+                                          "return a new tensor", "output_aliases_input")
+
+    def _save(self, outputs: dict, copy_inplace: bool = False):
+        """The outputs handed to the checker: CUDA IPC handles on a GPU (the tensors are kept
+        alive in self.shared until the parent has the verdict), else plain CPU copies in a file.
+        copy_inplace: hand over copies of the in-place outputs, whose buffers a later call
+        overwrites before the checker reads them."""
+        leaves = {name: [t.detach() for _, t in flatten(got, name)] if isinstance(got, (list, tuple))
+                  else [got.detach()] for name, got in outputs.items()}
+        if self.device == "cuda":
+            try:
+                handed = {}
+                for name, tensors in leaves.items():
+                    copy = copy_inplace and name in self.task.inplace
+                    tensors = [t.clone(memory_format=torch.contiguous_format) if copy else t.contiguous()
+                               for t in tensors]
+                    self.shared.extend(tensors)
+                    handed[name] = [handover.share(t) for t in tensors]
+                torch.cuda.synchronize()  # the checker reads them from another process
+                return handed
+            except Exception:  # noqa: BLE001 - IPC unavailable here: fall back to a file
+                pass
+        plain = {name: [t.to("cpu", copy=True).contiguous() for t in tensors]
+                 for name, tensors in leaves.items()}
+        self.saved += 1
+        return handover.save(plain, self.outdir / f"{self.task.name}-{self.saved}.pt")
+
+    def release(self, handed) -> None:
+        """Drop what was handed over, once the parent has ruled on it."""
+        self.shared.clear()
+        for value in (handed.values() if isinstance(handed, dict) else [handed]):
+            if isinstance(value, str):
+                Path(value).unlink(missing_ok=True)
+
+    def baseline_s(self, planned) -> float:
+        """Seconds the kata's baseline takes on this case's inputs (for the case's time limit)."""
+        args = [v for v in self.inputs(planned, "/limit").values()]
+        baseline = getattr(self.spec, self.task.baseline_fn)
+        started = time.perf_counter()
+        try:
+            baseline(*args)
+            _sync(self.device)
+        except Exception:  # noqa: BLE001 - a baseline that cannot run here gives no estimate
+            return 0.0
+        return time.perf_counter() - started
+
+    def time_case(self, planned, ceilings, line: ParentLine) -> dict:
+        """Submission vs baseline on fresh input sets; the timed calls the parent chose go to it."""
+        def make_args(salt):
+            inputs = self.inputs(planned, salt)
+            return tuple(inputs[a] for a in self.task.args)
+
+        baseline = getattr(self.spec, self.task.baseline_fn)
+        # An in-place output moves on with every later call: its timed calls are not verified.
+        sampler = None if self.task.inplace else ParentSampler(line, planned["key"])
+        stream = torch.cuda.current_stream().cuda_stream
+        launches.log.start(stream)
+        try:
+            timing = time_pair(self.fn, baseline, make_args, seed=case_seed(self.seed, planned["key"] + "/rng"),
+                               launch_log=launches.log, sampler=sampler)
+        finally:
+            launches.log.stop()
+        self._check_integrity()
+        self._check_concurrency(set(threading.enumerate()))
+        out = {"time_ms": timing.time_ms, "baseline_ms": timing.baseline_ms, "speedup": timing.speedup,
+               "timing_method": timing.method, "calls_per_sample": timing.calls_per_sample,
+               "samples": timing.samples, "round_speedups": timing.round_speedups}
+        kept = []
+        for sample in timing.checked:
+            outputs = {o.name: v for o, v in zip(self.task.returns, (
+                (sample.outputs,) if len(self.task.returns) == 1 else tuple(sample.outputs)))}
+            kept.append({"call": sample.call, "set": sample.set, "file": self._save(outputs)})
+        timing.checked.clear()
+        line.ask("samples", key=planned["key"], samples=kept, method=timing.method, sets=timing.n_sets)
+        for sample in kept:
+            self.release(sample["file"])
+        slow = slow_first_calls(timing)
+        if slow:
+            raise CaseProblem(slow, "slow_first_calls")
+        case = self.cases[planned["case"]]
+        itemsize = torch.empty(0, dtype=getattr(torch, planned["dtype"])).element_size()
+        nbytes, flops = self.task.cost(case, itemsize=itemsize)
+        floor = floor_ms(nbytes, flops, ceilings) if ceilings else None
+        if floor:
+            out.update(floor_ms=floor, roofline=floor / timing.time_ms, nbytes=nbytes, flops=flops)
+        del timing
+        torch.cuda.empty_cache()
+        return out
+
+
+class TamperingError(Exception):
+    def __init__(self, changed: list[str]):
+        super().__init__(", ".join(changed))
+        self.changed = changed
+
+
+class FatalCudaError(Exception):
+    pass
+
+
+def _describe(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"a {type(value).__name__}"
+
+
+def _lock_down(request: dict, device: str) -> dict:
+    """The sandbox, in force from here on for this process and its children."""
+    lockdown.refuse_processes()
+    status = {"processes": "refused (fork, exec, spawn); compiler tools allowed"}
+    if device == "cuda":
+        lockdown.limit_gpu_memory(request["gpu_memory_fraction"])
+        status["gpu_memory_fraction"] = request["gpu_memory_fraction"]
+    grade_dir = Path(request["grade_dir"])
+    if os.environ.get("KATA_SANDBOX_NO_LANDLOCK"):  # a test hook: behave as on an older kernel
+        problem = "disabled by KATA_SANDBOX_NO_LANDLOCK"
+    else:
+        problem = lockdown.restrict_writes(lockdown.writable_paths(grade_dir))
+    status["filesystem"] = "writes confined to the grade's folder and compiler caches" if problem is None \
+        else f"not restricted ({problem})"
+    status["filesystem_restricted"] = problem is None
+    return status
+
+
+def main(request_path: str) -> int:
+    request = json.loads(Path(request_path).read_text())
+    reporter = Reporter(request["results"])
+    line = ParentLine(int(request["control_fd"]))
+    submission = Path(request["submission"])
+    mode = request["mode"]
+    device = "cuda" if mode == "gpu" else "cpu"
+    versions = {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__}
+    device_name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU (Triton interpreter)"
+    ceilings, measured = None, False
+    if device == "cuda":
+        ceilings = request.get("ceilings_cache", {}).get(cache_key(device_name, versions))
+    if device == "cuda" and not ceilings:
+        # Measured before the submission is imported, so nothing it does can skew them.
+        ceilings, measured = measure_ceilings(), True
+    reporter.emit({"type": "env", "device": device_name, "versions": versions,
+                   "ceilings": ceilings, "ceilings_measured": measured})
+
+    kata = load_kata(Path(request["kata_dir"]))
+    spec_module = _import_path("kata_spec", kata.spec_path)
+    launches.install()
+    install_op_checks()
+    snapshot = integrity.Snapshot()
+    reporter.emit({"type": "sandbox", **_lock_down(request, device)})
+    try:
+        module = load_submission(submission)
+        entries = {t.name: check_entry(module, t, submission) for t in kata.tasks}
+    except SubmissionLoadError as exc:
+        reporter.emit({"type": "load_error", "kind": exc.kind, "message": exc.message})
+        return 0
+
+    outdir = Path(request["outputs"])
+    runners = {t.name: CaseRunner(spec_module, t, entries[t.name], submission, device,
+                                  request["seed"], outdir, snapshot) for t in kata.tasks}
+    plan = [p for p in request["plan"] if not p["skip_reason"]]
+    failed_tasks: set[str] = set()
+    compiled: set[str] = set()
+    cap = request.get("case_cap_s")
+    try:
+        given_up: set[str] = set()  # tasks whose remaining cases the parent said to skip
+        for planned in plan:
+            if planned["task"] in given_up:
+                continue
+            runner = runners[planned["task"]]
+            reporter.emit({"type": "start", "key": planned["key"]})
+            # The case's turn on the GPU starts before the baseline is run to set its limit: a
+            # grade timing beside this one (selftest) must not share the GPU with it either.
+            line.ask("start", key=planned["key"], phase="case", limit_s=cap or CASE_CAP_S)
+            limit = case_limit_s(mode, planned["task"] not in compiled, runner.baseline_s(planned), cap)
+            compiled.add(planned["task"])
+            line.ask("start", key=planned["key"], phase="case", limit_s=limit)
+            result = runner.run_case(planned)
+            if result["status"] != "ran":
+                failed_tasks.add(planned["task"])
+            reporter.emit({"type": "case", "key": planned["key"], "result": result})
+            answer = line.ask("case", key=planned["key"], result=result)
+            runner.release(result.get("outputs") or {})
+            if answer.get("stop"):
+                break
+            if answer.get("skip_task"):  # never with --keep-going, so nothing is timed after it
+                given_up.add(planned["task"])
+        # Correctness first: a submission that is already wrong is not timed (unless asked).
+        if device == "cuda" and line.ask("time").get("time"):
+            for planned in plan:
+                if planned["bench"] and planned["task"] not in failed_tasks:
+                    reporter.emit({"type": "start", "key": planned["key"], "phase": "timing"})
+                    line.ask("start", key=planned["key"], phase="timing", limit_s=timing_limit_s(cap))
+                    try:
+                        timing = runners[planned["task"]].time_case(planned, ceilings, line)
+                    except CaseProblem as problem:
+                        reporter.emit({"type": "timing_error", "key": planned["key"],
+                                       "message": problem.message, "cheat": problem.cheat})
+                        continue
+                    except (TamperingError, FatalCudaError, ParentGone):
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - the submission failed while timed
+                        text = user_traceback(exc, submission)
+                        if is_cuda_fault(exc):
+                            raise FatalCudaError(text) from None
+                        reporter.emit({"type": "timing_error", "key": planned["key"],
+                                       "message": f"failed while being timed:\n{text}"})
+                        continue
+                    reporter.emit({"type": "timing", "key": planned["key"], "timing": timing})
+    except FatalCudaError as exc:
+        reporter.emit({"type": "fatal", "message": f"CUDA fault (the GPU context is lost, so the "
+                       f"remaining cases could not run):\n{exc}"})
+        return 0
+    except ParentGone:
+        return 0
+    except TamperingError as exc:
+        reporter.emit({"type": "fatal", "cheat": "tampering", "message": (
+            "The submission patched the grader, its timer or its checker: " + ", ".join(exc.changed[:8])
+            + (" ..." if len(exc.changed) > 8 else "") + ". Nothing it reported can be trusted.")})
+        return 0
+    reporter.emit({"type": "done"})
+    return 0
+
+
+def _import_path(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_process(request_path: str) -> int:
+    """The worker process's whole life (`python -m grader.sandbox.worker REQUEST`, or forked by the
+    warm start): the exit code is 0 unless the process died first; what happened is in the events."""
+    try:
+        code = main(request_path)
+    except Exception:  # noqa: BLE001 - a fault of the grader or the kata, not of the submission
+        Reporter(json.loads(Path(request_path).read_text())["results"]).emit(
+            {"type": "internal_error", "message": traceback.format_exc()})
+        code = 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: a submission's atexit hooks or threads must not change the verdict.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    run_process(sys.argv[1])

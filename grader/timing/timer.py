@@ -1,0 +1,340 @@
+"""GPU timing (in the worker): submission and baseline, interleaved, on inputs they cannot replay.
+
+Why not triton.testing.do_bench for the timed cases: do_bench sizes its run from the timed
+function's own first calls, which a submission controls, and it cannot change the inputs
+between calls. The loop below is do_bench's (CUDA events around each call, the L2 flushed before
+each, warm-up excluded, the median kept), with four changes:
+
+- the number of calls comes from the baseline, the same for both;
+- before every call (outside the timed window) a short span of a floating-point input is
+  halved (grader.timing.perturb), so a cache keyed on the contents misses;
+- after every call of the submission the parent is asked whether to keep its outputs
+  (`sampler.keep`); it alone knows which calls it will have verified, and answers only once the
+  call's outputs exist, so nothing the submission can read tells it which calls are checked;
+  kept outputs are copied at once, on the timed stream, and the checker rebuilds their inputs
+  by replaying the changes (grader.timing.perturb.replay);
+- rounds alternate submission and baseline, and the speedup is the median of the per-round
+  ratios, which cancels clock drift between rounds;
+- kernels shorter than SHORT_MS are timed by replaying a CUDA graph of many calls, each on its
+  own input set, so launch overhead does not dominate;
+- the GPU is held back (a spin-sleep) before each call for longer than the host took to queue
+  the last ones, so the start event never fires while the call is still being launched: the
+  time is the kernels' even where the submission's Python is slow (`_Lead`).
+
+The ceilings (copy bandwidth, matmul rate) use do_bench itself: they run before the submission
+is imported.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import torch
+import triton.testing
+
+from grader.timing.perturb import Perturber
+
+# Bound here, before the submission is imported: patching the public names changes nothing.
+_Event = torch.cuda.Event
+_elapsed = torch.cuda.Event.elapsed_time
+_record = torch.cuda.Event.record
+_synchronize = torch.cuda.synchronize
+_CUDAGraph = torch.cuda.CUDAGraph
+_do_bench = triton.testing.do_bench
+_sleep = torch.cuda._sleep
+_perf_counter = time.perf_counter
+
+ROUNDS = 5
+WARMUP = 3  # untimed calls per round (timed separately in the first round, for the report)
+ROUND_MS = 10.0  # kernel time per round and side, from the baseline's estimate
+MIN_SAMPLES, MAX_SAMPLES = 10, 100
+SHORT_MS = 0.02  # shorter kernels are timed through CUDA-graph replay
+GRAPH_TARGET_MS = 0.25  # one replay runs at least this long
+MAX_GRAPH_CALLS = 64
+FLUSH_BYTES = 256 << 20
+SLOW_FIRST_FACTOR, SLOW_FIRST_MIN_MS = 20.0, 2.0
+
+
+@dataclass
+class Sample:
+    """A kept timed call: the submission's `call`-th call (or replay), on input set `set`."""
+    call: int
+    set: int
+    outputs: object = None
+
+
+@dataclass
+class Timing:
+    time_ms: float
+    baseline_ms: float
+    speedup: float
+    method: str  # "events" | "cuda_graph"
+    calls_per_sample: int
+    samples: int  # timed samples per round and side
+    round_speedups: list[float]
+    warmup_ms: list[float]  # the submission's first calls in this phase
+    n_sets: int = 0
+    checked: list[Sample] = field(default_factory=list)
+
+
+def _flush_buffer() -> torch.Tensor:
+    return torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+
+
+class _Lead:
+    """How far the GPU is held back before each timed call, so that the host has queued the whole
+    call (perturbation, L2 flush, the call's own Python: launches, the op recorder) before the
+    start event fires; otherwise the time is partly the host's launch overhead, not the kernels'.
+    The lead follows the host's own recent time per call, with a margin; it costs GPU time only
+    where the host is slower than the GPU anyway."""
+
+    MARGIN, START_MS, MAX_MS, WINDOW = 1.5, 0.2, 5.0, 8
+
+    def __init__(self):
+        self.host_ms: list[float] = []
+
+    def cycles(self) -> int:
+        lead_ms = self.MARGIN * max(self.host_ms[-self.WINDOW:], default=self.START_MS)
+        return int(min(self.MAX_MS, lead_ms) * _cycles_per_ms())
+
+    def took(self, seconds: float) -> None:
+        self.host_ms.append(seconds * 1e3)
+
+
+_CYCLES_PER_MS: list[float] = []
+
+
+def _cycles_per_ms() -> float:
+    """The GPU's spin-sleep rate (clock cycles per ms), measured once per process."""
+    if not _CYCLES_PER_MS:
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        _sleep(1_000_000)  # clocks up first
+        _record(start)
+        _sleep(1_000_000)
+        _record(end)
+        _synchronize()
+        _CYCLES_PER_MS.append(1_000_000 / max(_elapsed(start, end), 1e-3))
+    return _CYCLES_PER_MS[0]
+
+
+def _event_times(run_call, n: int, before, flush: torch.Tensor, after=None,
+                 lead: _Lead | None = None) -> list[float]:
+    starts = [_Event(enable_timing=True) for _ in range(n)]
+    ends = [_Event(enable_timing=True) for _ in range(n)]
+    lead = lead if lead is not None else _Lead()
+    for i in range(n):
+        if flush.is_cuda:
+            _sleep(lead.cycles())
+        queued = _perf_counter()
+        before(i)
+        flush.zero_()
+        _record(starts[i])
+        run_call(i)
+        _record(ends[i])
+        lead.took(_perf_counter() - queued)
+        if after:
+            after(i)
+    _synchronize()
+    return [_elapsed(s, e) for s, e in zip(starts, ends)]
+
+
+def estimate_ms(fn, args, flush) -> float:
+    fn(*args)
+    times = _event_times(lambda i: fn(*args), 3, lambda i: None, flush)
+    return statistics.median(times)
+
+
+class _EagerSide:
+    """One side (submission or baseline) timed call by call, rotating over its input sets."""
+
+    method = "events"
+    calls_per_sample = 1
+
+    def __init__(self, fn, sets, perturb, sampler, launch_log):
+        self.fn, self.sets, self.perturb, self.sampler = fn, sets, perturb, sampler
+        self.launch_log = launch_log
+        self.checked: list[Sample] = []
+        self.calls = 0
+        self._last = None
+        self.lead = _Lead()
+
+    def run(self, n: int, flush) -> list[float]:
+        def before(i):
+            self.perturb(self.sets[self.calls % len(self.sets)])
+
+        def call(i):
+            self._last = self.fn(*self.sets[self.calls % len(self.sets)])
+
+        def after(i):
+            # Asked once the outputs exist (and outside the timed window): too late to change them.
+            if self.sampler is not None and self.sampler.keep(self.calls) is not None:
+                self.checked.append(Sample(self.calls, self.calls % len(self.sets), _clone_all(self._last)))
+            self._last = None
+            self.calls += 1
+
+        return _event_times(call, n, before, flush, after, self.lead)
+
+
+class _GraphSide:
+    """One side timed by replaying a CUDA graph of `len(sets)` calls, one per input set."""
+
+    method = "cuda_graph"
+
+    def __init__(self, fn, sets, perturb, sampler, launch_log):
+        self.sets, self.perturb, self.sampler, self.launch_log = sets, perturb, sampler, launch_log
+        self.calls_per_sample = len(sets)
+        self.checked: list[Sample] = []
+        self.lead = _Lead()
+        self.replays = 0
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            if launch_log is not None:
+                launch_log.stream = side.cuda_stream
+            for args in sets[:2]:
+                fn(*args)
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = _CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            if launch_log is not None:
+                launch_log.stream = torch.cuda.current_stream().cuda_stream
+            self.outputs = [fn(*args) for args in sets]
+        if launch_log is not None:
+            launch_log.stream = torch.cuda.current_stream().cuda_stream
+
+    def run(self, n: int, flush) -> list[float]:
+        def before(i):
+            for args in self.sets:
+                self.perturb(args)
+
+        def call(i):
+            self.graph.replay()
+
+        def after(i):
+            kept = self.sampler.keep(self.replays) if self.sampler is not None else None
+            if kept is not None:
+                index = kept % len(self.sets)
+                self.checked.append(Sample(self.replays, index, _clone_all(self.outputs[index])))
+            self.replays += 1
+
+        times = _event_times(call, n, before, flush, after, self.lead)
+        return [t / self.calls_per_sample for t in times]
+
+
+def _clone_all(value):
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clone_all(v) for v in value)
+    return value
+
+
+def graph_calls(estimate: float) -> int:
+    return max(2, min(MAX_GRAPH_CALLS, math.ceil(GRAPH_TARGET_MS / max(estimate, 1e-4))))
+
+
+def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
+              use_graph: bool | None = None, sampler=None) -> Timing:
+    """Time submission and baseline, both on input sets drawn by make_args(salt) -> args tuple.
+
+    Sets are drawn with salts "/timing<i>". Before its first timed call the sampler is told how
+    many calls the submission will make (`sampler.begin(calls, n_sets)`); after each call it is
+    asked `sampler.keep(call)`: None, or a set index whose outputs are kept (Timing.checked).
+    The submission's input changes come from Perturber(seed): grader.timing.perturb.replay rebuilds
+    them.
+    """
+    flush = _flush_buffer()
+    first = make_args("/timing0")
+    estimate = estimate_ms(baseline, first, flush)
+    short = estimate < SHORT_MS if use_graph is None else use_graph
+    count = graph_calls(estimate) if short else 3
+    sets = [first] + [make_args(f"/timing{i}") for i in range(1, count)]
+    samples = max(MIN_SAMPLES, min(MAX_SAMPLES, round(ROUND_MS / max(estimate, 1e-4))))
+    # Only the submission's calls change the inputs (the baseline caches nothing), so the changes
+    # to the shared sets are the submission's alone and replay exactly.
+    sub_perturb, base_perturb = Perturber(seed), (lambda args: None)
+    method, tried_graph = "events", short
+    if short:
+        try:
+            sub_side = _GraphSide(submission, sets, sub_perturb, sampler, launch_log)
+            base_side = _GraphSide(baseline, sets, base_perturb, None, None)
+            method = "cuda_graph"
+        except Exception:  # noqa: BLE001 - not capturable (a host sync, say): time call by call
+            torch.cuda.synchronize()
+            short = False
+    if not short:
+        if tried_graph:  # a failed capture may have run the submission on them: draw afresh
+            sets = [make_args(f"/timing{i}") for i in range(3)]
+        sub_side = _EagerSide(submission, sets, sub_perturb, sampler, launch_log)
+        base_side = _EagerSide(baseline, sets, base_perturb, None, None)
+    if sampler is not None:
+        sampler.begin(ROUNDS * (WARMUP + samples), len(sets))
+    round_sub, round_base, ratios, warmup_ms = [], [], [], []
+    for r in range(ROUNDS):
+        order = (sub_side, base_side) if r % 2 == 0 else (base_side, sub_side)
+        for side in order:
+            warm = side.run(WARMUP, flush)
+            if side is sub_side and r == 0:
+                warmup_ms = warm
+            times = side.run(samples, flush)
+            (round_sub if side is sub_side else round_base).append(statistics.median(times))
+        ratios.append(round_base[-1] / round_sub[-1])
+    return Timing(
+        time_ms=statistics.median(round_sub), baseline_ms=statistics.median(round_base),
+        speedup=statistics.median(ratios), method=method,
+        calls_per_sample=sub_side.calls_per_sample, samples=samples, round_speedups=ratios,
+        warmup_ms=warmup_ms, n_sets=len(sets), checked=sub_side.checked,
+    )
+
+
+def slow_first_calls(timing: Timing) -> str | None:
+    """A cheat's tell: first calls far slower than the rest, long after compilation finished."""
+    if not timing.warmup_ms:
+        return None
+    first = max(timing.warmup_ms)
+    if first > SLOW_FIRST_FACTOR * timing.time_ms and first - timing.time_ms > SLOW_FIRST_MIN_MS:
+        return (f"the first timed calls took up to {first:.3g} ms against a median of "
+                f"{timing.time_ms:.3g} ms, although the kernel was compiled and run before timing "
+                "began: slowing the first calls down is a known trick against timers that size "
+                "their runs from them")
+    return None
+
+
+def floor_ms(nbytes: float | None, flops: float | None, ceilings: dict) -> float | None:
+    """The roofline time: the larger of bytes over copy bandwidth and FLOPs over matmul rate."""
+    floors = []
+    if nbytes:
+        floors.append(nbytes / (ceilings["copy_gbps"] * 1e9) * 1e3)
+    if flops:
+        floors.append(flops / (ceilings["matmul_tflops"] * 1e12) * 1e3)
+    return max(floors) if floors else None
+
+
+def median_ms(fn) -> float:
+    # For the ceilings only: do_bench flushes the L2 before every call and excludes its warm-up.
+    return float(_do_bench(fn, warmup=25, rep=100, return_mode="median"))
+
+
+def _copy_gbps(n: int = 1 << 28) -> float:
+    # 1 GiB of float32: far larger than any L2. Bytes read + bytes written.
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    return 2 * n * 4 / (median_ms(lambda: dst.copy_(src)) * 1e-3) / 1e9
+
+
+def _matmul_tflops(m: int = 8192) -> float:
+    a = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+    return 2 * m**3 / (median_ms(lambda: a @ b) * 1e-3) / 1e12
+
+
+def measure_ceilings() -> dict:
+    """Device-to-device copy bandwidth and dense bf16 matmul rate, measured here and now."""
+    props = torch.cuda.get_device_properties(0)
+    ceilings = {"device": props.name, "copy_gbps": _copy_gbps(), "matmul_tflops": _matmul_tflops(),
+                "l2_bytes": getattr(props, "L2_cache_size", None)}
+    torch.cuda.empty_cache()  # the buffers above are freed on return; give the memory back
+    return ceilings
