@@ -454,3 +454,10 @@ def test_a_node_that_cannot_see_the_file_grades_the_shipped_copy_with_its_helper
     assert result.submission == job.path and result.submission_sha256 == job.sha256
     with pytest.raises(EngineError, match="differs from the driver's"):
         run_job(Job(**{**job.__dict__, "kata_digest": "f" * 64}))
+
+
+def test_kata_batch_has_help():
+    for args in (["batch", "--help"], ["batch", "grade", "--help"]):
+        result = invoke(*args)
+        assert result.exit_code == 0 and "Usage:" in result.output
+    assert "--resume" in invoke("batch", "grade", "--help").output

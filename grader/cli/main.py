@@ -34,6 +34,7 @@ def main():
       kata grade softmax        hidden tests (and speed on a GPU), a scored report
       kata hint softmax         the next of 3 hints
       kata interview start      a timed mock interview with a graded debrief
+      kata batch grade subs/    a group's submissions on every GPU, one leaderboard
 
     Exit codes: 0 pass, 1 fail, 2 usage error.
     """
