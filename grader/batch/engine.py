@@ -316,6 +316,12 @@ class LocalEngine:
             count = slots or cpus or default_cpu_slots()
             self.slot_list = [_Slot({}, f"CPU slot {i}") for i in range(count)]
         self.slots = len(self.slot_list)
+        if mode == "interpret" and "OMP_NUM_THREADS" not in os.environ:
+            # As Ray does for its tasks: an interpreter grade's torch threads (its checker computes
+            # on the CPU) share the cores with the other slots' instead of each taking them all.
+            threads = str(max(1, (os.cpu_count() or 1) // self.slots))
+            for slot in self.slot_list:
+                slot.env["OMP_NUM_THREADS"] = threads
         self.description = (f"a local process pool on this machine ({self.slots} grading process(es), "
                             + ("one per GPU: " + ", ".join(s.label for s in self.slot_list) + ")"
                                if mode == "gpu" else "one interpreter grade each)"))
