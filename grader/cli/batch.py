@@ -159,14 +159,15 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
     wall = time.monotonic() - started
 
     lost_items = [f for f in finished if f.lost]
-    rate = 60 * len(finished) / wall if finished and wall > 0 else None
+    graded = len(finished) - len(lost_items)
+    rate = 60 * graded / wall if graded and wall > 0 else None
     if as_json:
         click.echo(json.dumps({
             "batch": run.label, "source": str(source), "mode": mode, "db": str(db),
             "engine": grader_engine.name if jobs else None,
             "engine_description": grader_engine.description if jobs else None,
             "slots": grader_engine.slots if jobs else None,
-            "submissions": len(submissions), "skipped": skipped, "graded": len(finished),
+            "submissions": len(submissions), "skipped": skipped, "graded": graded,
             "not_graded": len(lost_items), "wall_s": round(wall, 2),
             "engine_start_s": None if engine_s is None else round(engine_s, 2),
             "grades_per_minute": round(rate, 3) if rate else None,
@@ -179,7 +180,7 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
     if finished:
         counts = {status: sum(f.result.status == status for f in finished if not f.lost)
                   for status in ("pass", "fail", "error")}
-        say(f"\n{len(finished)} graded in {duration(wall)} ({rate:.1f} grades/min) on "
+        say(f"\n{graded} graded in {duration(wall)} ({rate or 0:.1f} grades/min) on "
             f"{grader_engine.description}: {counts['pass']} pass, {counts['fail']} fail, "
             f"{counts['error']} error" + (f", {len(lost_items)} NOT GRADED (recorded as errors)"
                                           if lost_items else "") + f". Recorded as {run.label} in {db}.")
