@@ -39,15 +39,19 @@ def grade_source(tmp_path: Path, source: str, **kwargs):
 
 
 def _alive_with_marker(marker: str) -> list[int]:
-    """Processes whose name is `marker` (they set it themselves: a forked worker does not show
-    its environment in /proc, so the name is the marker that works both ways)."""
+    """Running processes whose name is `marker` (they set it themselves: a forked worker does not
+    show its environment in /proc, so the name is the marker that works both ways). A zombie is
+    dead already: waiting for it to be reaped is the business of whoever adopted it (the
+    machine's init, which need not be quick about it)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if Path(f"/proc/{entry}/comm").read_text().strip() == marker:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                name, state = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2]
+                if name == marker and state not in "ZX":
                     found.append(int(entry))
-            except OSError:
+            except (OSError, IndexError):
                 pass
     return found
 
