@@ -461,3 +461,20 @@ def test_kata_batch_has_help():
         result = invoke(*args)
         assert result.exit_code == 0 and "Usage:" in result.output
     assert "--resume" in invoke("batch", "grade", "--help").output
+
+
+def test_gpu_slots_get_their_own_share_of_the_cores(monkeypatch):
+    # Two grades on two GPUs of one host must not fight over cores: each slot's processes run on
+    # cores of its own, and torch's thread pools are sized to match.
+    from grader.batch import engine
+
+    monkeypatch.setattr(engine, "_visible_gpus", lambda: ["0", "1"])
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    pool = engine.LocalEngine("gpu")
+    first, second = pool.slot_list
+    assert first.cpus == [0, 1, 2, 3] and second.cpus == [4, 5, 6, 7]
+    assert first.env == {"CUDA_VISIBLE_DEVICES": "0", "OMP_NUM_THREADS": "4"}
+    interpreted = engine.LocalEngine("interpret", cpus=2)
+    assert [s.cpus for s in interpreted.slot_list] == [None, None]  # the OS spreads CPU grades
+    assert {s.env["OMP_NUM_THREADS"] for s in interpreted.slot_list} == {"4"}

@@ -150,3 +150,57 @@ def test_off_switch(monkeypatch, tmp_path):
     monkeypatch.setenv("KATA_WARM_START", "0")
     assert warm_start.spawn("worker", tmp_path / "r.json", cwd=tmp_path, env=dict(os.environ),
                             fds={}, new_session=True) is None
+
+
+def _running_named(name: str) -> list[int]:
+    """Running (not zombie) processes that gave themselves this name."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if stat[stat.find("(") + 1:stat.rfind(")")] == name and stat[stat.rfind(")") + 2] not in "ZX":
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("warm", ["1", "0"], ids=["forked-worker", "fresh-worker"])
+def test_a_grade_killed_midway_leaves_no_worker_behind(tmp_path, monkeypatch, request, warm):
+    # A batch worker killed mid-grade (issue 15): its grade's worker must not run on, holding
+    # the GPU, with nobody left to watch it. The server kills what it forked when the requesting
+    # grade's connection closes; a fresh worker has the kernel kill it when its parent dies.
+    if warm == "1":
+        request.getfixturevalue("private_server")
+    else:
+        monkeypatch.setenv("KATA_WARM_START", "0")
+    marker = f"kk{os.getpid() % 10**6}{warm}{time.monotonic_ns() % 10**5}"[:15]
+    solution = tmp_path / "solution.py"
+    solution.write_text(REFERENCE.read_text().replace(
+        "def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:", f'''def vector_add(x, y):
+    import ctypes, time
+    ctypes.CDLL(None).prctl(15, ctypes.c_char_p(b"{marker}"), 0, 0, 0)  # PR_SET_NAME
+    time.sleep(300)''', 1))
+    assert marker in solution.read_text()
+    grading = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(solution), "--kata",
+                                "vector_add", "--interpret", "--no-record", "--json"],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while not _running_named(marker) and time.monotonic() < deadline and grading.poll() is None:
+            time.sleep(0.1)
+        workers = _running_named(marker)
+        assert workers, "the submission never ran"
+        parent = int(Path(f"/proc/{workers[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        assert (parent != grading.pid) == (warm == "1"), "forked by the server only when warm"
+        grading.kill()
+        grading.wait()
+        deadline = time.monotonic() + 10
+        while _running_named(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _running_named(marker) == []
+    finally:
+        grading.kill()
+        for pid in _running_named(marker):
+            os.kill(pid, 9)

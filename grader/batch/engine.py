@@ -264,8 +264,10 @@ def _visible_gpu_count() -> int:
     return len(_visible_gpus())
 
 
-def _slot_main(conn, env: dict[str, str]) -> None:
+def _slot_main(conn, env: dict[str, str], cpus: list[int] | None = None) -> None:
     os.environ.update(env)
+    if cpus:
+        os.sched_setaffinity(0, cpus)  # inherited by the grade's processes
     signal.signal(signal.SIGINT, signal.default_int_handler)  # stop: the runner's cleanup runs
     while True:
         try:
@@ -290,6 +292,7 @@ def _slot_main(conn, env: dict[str, str]) -> None:
 class _Slot:
     env: dict[str, str]
     label: str  # "GPU 1" or "CPU slot 2"
+    cpus: list[int] | None = None  # the cores its grades run on (GPU slots); None: any
     process: Any = None
     conn: Any = None
     job: Job | None = None
@@ -316,12 +319,17 @@ class LocalEngine:
             count = slots or cpus or default_cpu_slots()
             self.slot_list = [_Slot({}, f"CPU slot {i}") for i in range(count)]
         self.slots = len(self.slot_list)
-        if mode == "interpret" and "OMP_NUM_THREADS" not in os.environ:
-            # As Ray does for its tasks: an interpreter grade's torch threads (its checker computes
-            # on the CPU) share the cores with the other slots' instead of each taking them all.
-            threads = str(max(1, (os.cpu_count() or 1) // self.slots))
-            for slot in self.slot_list:
-                slot.env["OMP_NUM_THREADS"] = threads
+        # As Ray does for its tasks: each slot's grades get their share of the cores (torch's
+        # threads, the compiler's, the checker's) instead of every slot taking them all. On a GPU
+        # host each slot is also pinned to its own cores, so two grades never share a core's time
+        # or caches: the grades of a two-GPU batch took 10% longer than on one GPU without it.
+        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        share = max(1, (len(cores) or os.cpu_count() or 1) // self.slots)
+        for index, slot in enumerate(self.slot_list):
+            if "OMP_NUM_THREADS" not in os.environ:
+                slot.env["OMP_NUM_THREADS"] = str(share)
+            if mode == "gpu" and len(cores) >= 2 * self.slots:
+                slot.cpus = cores[index * share:(index + 1) * share]
         self.description = (f"a local process pool on this machine ({self.slots} grading process(es), "
                             + ("one per GPU: " + ", ".join(s.label for s in self.slot_list) + ")"
                                if mode == "gpu" else "one interpreter grade each)"))
@@ -329,7 +337,7 @@ class LocalEngine:
 
     def _start(self, slot: _Slot) -> None:
         ours, theirs = self.context.Pipe()
-        slot.process = self.context.Process(target=_slot_main, args=(theirs, slot.env), daemon=True,
+        slot.process = self.context.Process(target=_slot_main, args=(theirs, slot.env, slot.cpus), daemon=True,
                                             name=f"kata-batch {slot.label}")
         slot.process.start()
         theirs.close()

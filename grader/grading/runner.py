@@ -226,7 +226,28 @@ def _start_worker(request_path: Path, workdir: Path, env: dict, output, control:
     return subprocess.Popen(
         [sys.executable, "-m", warm_start.ROLE_MODULES["worker"], str(request_path)],
         cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-        start_new_session=True, pass_fds=(control.fileno(),))
+        start_new_session=True, pass_fds=(control.fileno(),), preexec_fn=_dies_with_us())
+
+
+def _dies_with_us():
+    """A preexec_fn that has the kernel kill the worker if this process dies (a batch worker
+    killed mid-grade): nobody would be left to watch it. Linux only; None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not after the fork
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # we died before it was armed
+            os._exit(1)
+
+    return arm
 
 
 def _overdue(referee: Referee, plan: list[dict], kata: Kata) -> watchdog.Breach | None:

@@ -281,11 +281,15 @@ def serve(path: Path, idle_s: float = IDLE_S) -> int:
                 if item.data == "accept":
                     conn, _ = listener.accept()
                     last = time.monotonic()
-                    _handle(conn, folder, listener, (wake_r, wake_w), children)
-                else:
+                    pid = _handle(conn, folder, listener, (wake_r, wake_w), children)
+                    if pid is not None:
+                        selector.register(children[pid], selectors.EVENT_READ, pid)
+                elif item.data == "child":
                     os.read(wake_r, 4096)
-                    _reap(children)
-            _reap(children)
+                    _reap(children, selector)
+                else:
+                    _client_spoke(item.data, children)
+            _reap(children, selector)
     finally:
         if _same_socket(path, inode):
             path.unlink(missing_ok=True)
@@ -300,7 +304,7 @@ def _same_socket(path: Path, inode: int) -> bool:
         return False
 
 
-def _reap(children: dict[int, socket.socket]) -> None:
+def _reap(children: dict[int, socket.socket], selector) -> None:
     while children:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -311,13 +315,41 @@ def _reap(children: dict[int, socket.socket]) -> None:
         conn = children.pop(pid, None)
         if conn is not None:
             try:
+                selector.unregister(conn)
+            except (KeyError, ValueError):  # its pid never reached the client
+                pass
+            try:
                 conn.send(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode())
             except OSError:
                 pass
             conn.close()
 
 
-def _handle(conn: socket.socket, folder: Path, listener, wake, children) -> None:
+def _client_spoke(pid: int, children: dict[int, socket.socket]) -> None:
+    """The connection of the grade that asked for `pid` is readable. A client never sends after
+    its request, so this is its end of the connection closing: the grade's process died (a batch
+    worker killed mid-grade, say) and nobody is left to watch or stop what it asked for. Stop it
+    now, with every process it started, rather than let it run on, holding the GPU, until its
+    next exchange with the dead grader fails."""
+    conn = children.get(pid)
+    if conn is None:
+        return
+    try:
+        still_there = conn.recv(MAX_MESSAGE, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        still_there = True
+    except OSError:
+        still_there = False
+    if still_there:
+        conn.recv(MAX_MESSAGE, socket.MSG_DONTWAIT)  # out of protocol: drop it
+        return
+    from grader.sandbox import watchdog
+
+    watchdog.kill_tree(pid)  # reaped, and its connection closed, by _reap as any child
+
+
+def _handle(conn: socket.socket, folder: Path, listener, wake, children) -> int | None:
+    """Answer one request: fork the role it asks for, and return the child's pid."""
     conn.settimeout(CONNECT_TIMEOUT_S)
     fds: list[int] = []
     try:
@@ -350,8 +382,9 @@ def _handle(conn: socket.socket, folder: Path, listener, wake, children) -> None
         children[pid] = conn
         conn.send(json.dumps({"pid": pid}).encode())
         conn = None
+        return pid
     except (OSError, ValueError, KeyError, PermissionError):
-        pass
+        return None
     finally:
         for fd in fds:
             os.close(fd)

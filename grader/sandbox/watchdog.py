@@ -165,3 +165,17 @@ def kill_all(seen: dict[int, int]) -> None:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def kill_tree(pid: int) -> None:
+    """Stop, then kill, a process and everything it started (its own process group or not)."""
+    import signal
+
+    table = _proc_table() if os.path.isdir("/proc/self") else {}
+    seen = {pid: table[pid][2]} if pid in table else {}
+    freeze(seen)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    kill_all(seen)
