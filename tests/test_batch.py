@@ -465,16 +465,26 @@ def test_kata_batch_has_help():
 
 def test_gpu_slots_get_their_own_share_of_the_cores(monkeypatch):
     # Two grades on two GPUs of one host must not fight over cores: each slot's processes run on
-    # cores of its own, and torch's thread pools are sized to match.
+    # physical cores of its own (hyper-threads kept together), and torch's thread pools are sized
+    # to match. One slot runs exactly as `kata grade` does.
     from grader.batch import engine
 
     monkeypatch.setattr(engine, "_visible_gpus", lambda: ["0", "1"])
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.setattr(engine, "physical_cores", lambda: [[0, 4], [1, 5], [2, 6], [3, 7]])
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    pool = engine.LocalEngine("gpu")
-    first, second = pool.slot_list
-    assert first.cpus == [0, 1, 2, 3] and second.cpus == [4, 5, 6, 7]
+    first, second = engine.LocalEngine("gpu").slot_list
+    assert first.cpus == [0, 1, 4, 5] and second.cpus == [2, 3, 6, 7]
     assert first.env == {"CUDA_VISIBLE_DEVICES": "0", "OMP_NUM_THREADS": "4"}
+    alone, = engine.LocalEngine("gpu", slots=1).slot_list
+    assert alone.cpus is None and alone.env == {"CUDA_VISIBLE_DEVICES": "0"}
     interpreted = engine.LocalEngine("interpret", cpus=2)
     assert [s.cpus for s in interpreted.slot_list] == [None, None]  # the OS spreads CPU grades
     assert {s.env["OMP_NUM_THREADS"] for s in interpreted.slot_list} == {"4"}
+
+
+def test_physical_cores_groups_hyper_threads():
+    from grader.batch.engine import _cpu_list, physical_cores
+
+    assert _cpu_list("0-3,8\n") == [0, 1, 2, 3, 8] and _cpu_list("5") == [5]
+    cores = physical_cores()
+    assert sorted(c for core in cores for c in core) == sorted(os.sched_getaffinity(0))
