@@ -221,3 +221,19 @@ def test_fault_in_a_kata_spec_is_not_blamed_on_the_submission(private_kata):
     data = json.loads(result.output)
     assert data["status"] == "error" and "Internal grader error" in data["message"]
     assert "no_such_field" in data["message"]
+    assert {d["code"] for d in data["diagnoses"]} == {"internal_error"}  # not the submission's exception
+
+
+def test_a_full_gpu_during_checking_is_named_as_such_not_as_a_grader_bug(private_kata):
+    # Several grades on one GPU can leave the checker no memory for a large case: that is the
+    # machine's state, and the learner should be told to grade again, not to report a bug.
+    spec = private_kata("gpu_full") / "spec.py"
+    spec.write_text(spec.read_text().replace(
+        "    return x.double() + y.double()",
+        "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 4.00 GiB')", 1))
+    result = grade(spec.parent.parent.parent / "reference" / "gpu_full.py", "--kata", "gpu_full")
+    data = json.loads(result.output)
+    assert data["status"] == "error" and data["cheat"] is None
+    assert data["message"].startswith("The GPU ran out of memory while the grader itself worked")
+    assert "Internal grader error" not in data["message"]
+    assert [d["code"] for d in data["diagnoses"]] == ["gpu_busy"]

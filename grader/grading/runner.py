@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -359,6 +360,13 @@ class _ServiceJudge:
         self.stderr.close()
 
 
+# What PyTorch and the CUDA caching allocator say when the device's memory is exhausted.
+GPU_MEMORY_EXHAUSTED = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory")
+GPU_BUSY_MESSAGE = ("The GPU ran out of memory while the grader itself worked (checking outputs; "
+                    "not your fault): another grade or program is probably using this GPU. Grade "
+                    "again when it is free; nvidia-smi lists what runs there.\n")
+
+
 def _judge(kata: Kata, mode: str, seed: int, plan: list[dict], tmp_path: Path):
     if mode != "gpu" and not os.environ.get("KATA_CHECKER_PROCESS"):  # the env var: a test hook
         return _LocalJudge(kata, seed)
@@ -440,7 +448,12 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     load_error = next((e for e in run.events if e["type"] == "load_error"), None)
     fatal = next((e for e in run.events if e["type"] in ("fatal", "internal_error")), None)
     if fatal and fatal["type"] == "internal_error":
-        fatal = {"message": "Internal grader error (not your fault; please report it):\n" + fatal["message"]}
+        if GPU_MEMORY_EXHAUSTED.search(fatal["message"]):
+            # The grader's own work found the GPU full: another grade or program shares it.
+            fatal = {"message": GPU_BUSY_MESSAGE + fatal["message"], "code": "gpu_busy"}
+        else:
+            fatal = {"message": "Internal grader error (not your fault; please report it):\n"
+                                + fatal["message"], "code": "internal_error"}
     timing_errors = {e["key"]: e for e in run.events if e["type"] == "timing_error"}
     done = any(e["type"] == "done" for e in run.events)
     timings = {e["key"]: e["timing"] for e in run.events if e["type"] == "timing"}
@@ -467,7 +480,7 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
 
     findings = diagnose.Findings()
     if fatal and not grade_cheat:
-        stop_code = "internal_error" if fatal["message"].startswith("Internal grader error") else "cuda_fault"
+        stop_code = fatal.get("code", "cuda_fault")
     else:
         stop_code = _stop_code(run)
     stop_named = False

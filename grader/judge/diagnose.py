@@ -120,6 +120,8 @@ ADVICE = {
                   "offset (row stride, int32 overflow on large tensors)",
     "load_error": "fix the file so it imports and defines the kata's entry function",
     "internal_error": "not your fault: please report it",
+    "gpu_busy": "not your fault: the GPU's memory was taken by another grade or program (see "
+                "nvidia-smi); grade again when the GPU is free",
 }
 
 DIAGNOSES = sorted(ADVICE)
@@ -158,7 +160,8 @@ def classify(reason: str, message: str = "") -> tuple[str, str]:
 
 _STRUCTURE = [  # (pattern in the message, code): the worker's and checker's own messages
     (re.compile(r"^not implemented yet"), "not_implemented"),
-    (re.compile(r"never checked"), "internal_error"),
+    (re.compile(r"could not be checked: .*(OutOfMemoryError|out of memory)"), "gpu_busy"),
+    (re.compile(r"never checked|could not be checked"), "internal_error"),
     (re.compile(r"raised an exception"), "exception"),
     (re.compile(r" has dtype \S+, expected "), "wrong_dtype"),
     (re.compile(r" has shape \(.*\), expected "), "wrong_shape"),

@@ -185,10 +185,12 @@ class Referee(threading.Thread):
         if key in self.verdicts or not isinstance(request.get("result"), dict):
             self.forgeries.append(f"a second result for {key}")
             return {"ok": False, "stop": True}
+        failures = len(self.errors)
         verdict = self._judge("check_case", key, self.plan[key], request["result"])
         if verdict is None:
+            why = self.errors[failures].splitlines()[0] if len(self.errors) > failures else "no verdict"
             verdict = dict(request["result"], status="error", outputs=None,
-                           message="the outputs of this case could not be checked")
+                           message=f"the outputs of this case could not be checked: {why}")
         verdict.pop("outputs", None)
         self.verdicts[key] = verdict
         self._end_case()
