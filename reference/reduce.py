@@ -18,21 +18,29 @@ What it teaches: the three shapes a reduction takes on a GPU, and what each one 
    the same order, so it is deterministic.
 
 All three read every byte of x once and write almost nothing: they are memory bound, and the
-goal is to stream x at the bandwidth limit. Three things decide whether they do:
+goal is to stream x at the bandwidth limit. Four things decide whether they do:
 
 - Enough bytes in flight. DRAM answers a load after a microsecond or so; to keep it busy every
   SM needs tens of KiB of loads outstanding. That is what the tile size, the number of programs
   per SM and loading the next tile before reducing the current one are for.
 - Few registers per byte loaded, so that many programs fit on an SM at once. A row that fits
   one tile is loaded whole and reduced straight from the loaded values: no loop, no running
-  accumulator. For argmax that is one reduction over (value, column) pairs on the registers
-  already loaded (tl.argmax, ties to the smaller column), half the registers of a maximum
-  followed by a search for its first column. Only rows longer than a tile keep running
-  per-lane state (a float32 sum, or the best value and its column) across the loop.
+  accumulator. Only rows longer than a tile keep running per-lane state (a float32 sum, or
+  the best value and its column) across the loop.
+- Few instructions per byte. At 2 bytes an element a 16-bit argmax compares twice as many
+  elements per byte as a float32 one, and a reduction over (value, column) pairs (tl.argmax,
+  ties to the smaller column) costs several instructions per element. Two cheaper ways are
+  here (ARGMAX_METHOD): a plain maximum, then the smallest column holding it; or, for 16-bit
+  values, the value and its column packed into one int32 so that one integer maximum does
+  both at once.
 - Wide loads. A 16-byte load moves 8 float16 values at once, but only where the compiler can
   prove 8 neighbouring lanes are all in bounds or all out. A mask like `offs < n` with an odd n
   proves nothing, and every lane then loads its 2 bytes alone. total_sum therefore walks its
   full blocks without a mask and masks only the last, partial one.
+- What the reads leave in the L2. x is read once, so its lines are worth nothing after the
+  load; with eviction_policy="evict_first" they are the first to go, and streaming x does not
+  push out the L2's other lines (another kernel's data, or dirty lines that would otherwise
+  have to be written back to DRAM while x is being read).
 
 Offsets are computed in int64 where they can pass 2**31 (row index times row stride, block
 index times block length).
