@@ -18,12 +18,14 @@ What it teaches: the three shapes a reduction takes on a GPU, and what each one 
    the same order, so it is deterministic.
 
 All three read every byte of x once and write almost nothing: they are memory bound, and the
-goal is to stream x at the bandwidth limit. Four things decide whether they do:
+goal is to stream x at the bandwidth limit. Five things decide whether they do:
 
 - Enough bytes in flight. DRAM answers a load after a microsecond or so; to keep it busy every
   SM needs tens of KiB of loads outstanding. That is what the tile size, the number of programs
   per SM and loading the next tile before reducing the current one are for.
-- Few registers per byte loaded, so that many programs fit on an SM at once. A row that fits
+- Few registers per byte loaded, so that many programs fit on an SM at once (an SM has 65536
+  registers: a program of 8 warps at 64 registers a thread takes a quarter of them; programs
+  launched beyond what fits wait for a later wave). A row that fits
   one tile is loaded whole and reduced straight from the loaded values: no loop, no running
   accumulator. Only rows longer than a tile keep running per-lane state (a float32 sum, or
   the best value and its column) across the loop.
