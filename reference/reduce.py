@@ -333,8 +333,8 @@ def row_argmax(x: torch.Tensor) -> torch.Tensor:
         # loop: a smaller tile keeps registers in check.
         tile_bytes = max(tile_bytes // 2, 64)
     method = ARGMAX_METHOD[size]
-    if method == "packed" and size != 2:
-        method = "pairs"  # the packed key is for 16-bit values only
+    if method == "packed" and (size != 2 or tile_bytes // size > 65536):
+        method = "pairs"  # the packed key is for 16-bit values, columns of a tile < 2**16
     _launch_rows(row_argmax_kernel, x, out, (tile_bytes, num_warps, programs_per_sm, evict),
                  METHOD=method)
     return out
