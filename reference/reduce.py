@@ -63,21 +63,21 @@ import triton.language as tl
 #     L2 to give up these lines before anything else, so streaming x does not push out what
 #     the L2 held before (lines that other kernels still use, or have written and not yet
 #     written back to DRAM).
-ROW_SUM_CONFIG = {4: (16384, 8, 0, ""), 2: (16384, 8, 0, "")}
-ROW_ARGMAX_CONFIG = {4: (16384, 8, 0, ""), 2: (16384, 8, 8, "")}  # 16-bit: persistent, 8 per SM (H100 sweep)
+ROW_SUM_CONFIG = {4: (16384, 8, 0, ""), 2: (16384, 8, 0, "evict_first")}  # H100 sweep (docs/PERFORMANCE.md)
+ROW_ARGMAX_CONFIG = {4: (16384, 8, 0, ""), 2: (16384, 8, 0, "evict_first")}  # H100 sweep
 # How row_argmax reduces a tile of whole rows (see _tile_argmax below):
 #   "pairs": one tl.argmax over (value, column) pairs;
 #   "max_then_first": the row maximum, then the smallest column holding it (two plain reductions);
 #   "packed": 16-bit only, each (value, column) packed into one int32 whose order is the
 #     argmax order, and one integer max (one plain reduction).
-ARGMAX_METHOD = {4: "pairs", 2: "pairs"}
+ARGMAX_METHOD = {4: "pairs", 2: "packed"}
 # total_sum stage 1: (block bytes, warps, programs per SM, eviction policy). Each program strides
 # over the full blocks of x (block p, p + P, p + 2P, ...), loading its next block before adding
 # the current.
-TOTAL_SUM_CONFIG = {4: (16384, 8, 4, ""), 2: (16384, 8, 8, "")}  # chosen by an H100 sweep (docs/PERFORMANCE.md)
-# True: stage 2 is done by stage 1's last program to finish (found with an atomic counter), in
-# the same launch; False: a second launch.
-TOTAL_SUM_ONE_LAUNCH = False
+TOTAL_SUM_CONFIG = {4: (16384, 8, 4, ""), 2: (16384, 8, 8, "evict_first")}  # chosen by an H100 sweep (docs/PERFORMANCE.md)
+# By element size. True: stage 2 is done by stage 1's last program to finish (found with an
+# atomic counter), in the same launch; False: a second launch.
+TOTAL_SUM_ONE_LAUNCH = {4: False, 2: True}
 # Without a GPU (the Triton interpreter runs the programs one after another) the persistent
 # grids count one SM: a few programs, still more than one.
 INTERPRETER_SMS = 1
@@ -362,7 +362,7 @@ def total_sum(x: torch.Tensor) -> torch.Tensor:
     # no tail of half-empty waves, and only a few hundred partials for stage 2.
     num_progs = max(1, min(num_full, programs_per_sm * _num_sms(x.device)))
     partials = torch.empty(num_progs, dtype=torch.float32, device=x.device)
-    one_launch = TOTAL_SUM_ONE_LAUNCH and num_progs > 1
+    one_launch = TOTAL_SUM_ONE_LAUNCH[x.element_size()] and num_progs > 1
     count = _counter(x.device) if one_launch else partials
     partial_sum_kernel[(num_progs,)](
         x, partials, out, count, n, num_full,
