@@ -54,6 +54,10 @@ WINDOW = 32
 LOOKBACK_WARPS = 4
 # False: long rows take the three-launch reduce-then-scan instead of the look-back.
 USE_LOOKBACK = True
+# Cache hints of the look-back kernel: x is read once and the output written once, so neither
+# needs to stay in the L2. "evict_first" on the load, ".cs" (streaming) on the store.
+LOOKBACK_LOAD_EVICT = ""
+LOOKBACK_STORE_CACHE = ""
 
 # The look-back's flags (literals in the kernel): 0 = EMPTY, nothing published yet;
 # 1 = AGGREGATE, the tile's own sum; 2 = INCLUSIVE, the row's sum up to and including the tile.
@@ -94,6 +98,7 @@ def scan_lookback_kernel(
     x_ptr, out_ptr, state_ptr,
     N, x_row_stride, tiles_per_row, num_tiles,
     TILE: tl.constexpr, WINDOW: tl.constexpr, IS_FLOAT: tl.constexpr,
+    LOAD_EVICT: tl.constexpr = "", STORE_CACHE: tl.constexpr = "",
 ):
     # The ticket, not the program id, says which tile this program scans: tickets are handed
     # out in the order programs start, so every earlier tile belongs to a running program.
@@ -104,7 +109,7 @@ def scan_lookback_kernel(
 
     cols = k * TILE + tl.arange(0, TILE)
     mask = cols < N
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0)
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0, eviction_policy=LOAD_EVICT)
 
     # 1. Publish this tile's sum before anything else: successors may be waiting for it. The
     #    first tile of a row has nothing before it: its sum is already its inclusive prefix.
@@ -137,7 +142,7 @@ def scan_lookback_kernel(
     tl.atomic_xchg(row_state + k, _pack(prefix + total, tl.full([], 2, tl.int64), IS_FLOAT),
                    sem="relaxed")
     y = tl.cumsum(x, axis=0) + prefix
-    tl.store(out_ptr + row * N + cols, y, mask=mask)
+    tl.store(out_ptr + row * N + cols, y, mask=mask, cache_modifier=STORE_CACHE)
 
 
 # Reduce-then-scan: the three-launch multi-block scan (USE_LOOKBACK = False).
@@ -186,7 +191,8 @@ def _scan_lookback(x: torch.Tensor, out: torch.Tensor) -> None:
     state = torch.zeros(num_tiles + 1, dtype=torch.int64, device=x.device)
     scan_lookback_kernel[(num_tiles,)](
         x, out, state, N, x.stride(0), tiles_per_row, num_tiles,
-        TILE=TILE, WINDOW=WINDOW, IS_FLOAT=x.dtype.is_floating_point, num_warps=LOOKBACK_WARPS,
+        TILE=TILE, WINDOW=WINDOW, IS_FLOAT=x.dtype.is_floating_point,
+        LOAD_EVICT=LOOKBACK_LOAD_EVICT, STORE_CACHE=LOOKBACK_STORE_CACHE, num_warps=LOOKBACK_WARPS,
     )
 
 
