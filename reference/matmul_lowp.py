@@ -82,10 +82,19 @@ GROUP_M = 8
 #                      every P BLOCK_K steps; -1: let Triton promote inside each dot
 #                      (max_num_imprecise_acc=BLOCK_K; ptxas then waits on every wgmma)
 #   TMA                load a and b through TMA descriptors (needs 16-byte aligned rows)
-#   CHAIN_K_DIV        optional, with PROMOTE >= 2: lengthen the chained run with K, up to
+#   CHAIN_K_DIV        optional, with PROMOTE >= 1: lengthen the chained run with K, up to
 #                      K / CHAIN_K_DIV elements (PROMOTE * BLOCK_K never shrinks). The tolerance
 #                      grows with K (6e-6 * K) and a run's error with its length, so long sums
 #                      can afford longer runs; 0 or absent: a fixed run.
+#   PERSISTENT         optional: 0 or absent, one program per tile; P >= 1, P programs per SM,
+#                      each walking the tiles (in the same grouped order) until none are left:
+#                      no tail of half-empty waves, and no program launch per tile
+#   FLATTEN            optional, with PERSISTENT: let Triton fuse the tile loop and the K loop
+#                      into one pipelined loop, so the next tile's first loads are issued while
+#                      this tile's epilogue runs (tl.range(..., flatten=True))
+#   WS                 optional: ask Triton for warp specialization of the K loop (a producer
+#                      warp issuing the loads, the others the MMAs; tl.range(...,
+#                      warp_specialize=True)); where the compiler cannot, the loop is unchanged
 #   num_warps, num_stages
 # 128x128 as two 64-row dots on 4 warps: 255 registers and 96 KiB of shared memory, so two
 # programs share an SM and one's fp32 promotion overlaps the other's tensor-core work (H100
@@ -151,16 +160,17 @@ def _epilogue(acc, part, c_ptr, a_scale_ptr, b_scale_ptr, rows, cols, M, N,
 
 
 @triton.jit
-def lowp_matmul_kernel(
-    a_ptr, b_ptr, x2_desc, c_ptr, a_scale_ptr, b_scale_ptr,
+def _tile(
+    tile, a_ptr, b_ptr, x2_desc, c_ptr, a_scale_ptr, b_scale_ptr,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     stride_sa, stride_sb,
     SCALED: tl.constexpr, ZERO: tl.constexpr, EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M2: tl.constexpr,
     BLOCK_N2: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    PROMOTE: tl.constexpr, TMA: tl.constexpr,
+    PROMOTE: tl.constexpr, TMA: tl.constexpr, WS: tl.constexpr,
 ):
+    """One output tile, number `tile` in the grouped order: the K loop, then the epilogue."""
     # With TMA, a_ptr and b_ptr are descriptors of a (M, K) and of b.t() (N, K), and x2_desc
     # the descriptor the second piece loads (rows of a, or rows of b.t()); otherwise pointers.
     TILE_M: tl.constexpr = BLOCK_M + BLOCK_M2  # the whole tile
@@ -168,15 +178,14 @@ def lowp_matmul_kernel(
     SPLIT: tl.constexpr = BLOCK_M2 + BLOCK_N2 > 0  # a second piece, below or beside
     # Grouped ordering: consecutive programs walk down GROUP_M row-tiles of one column band, so
     # the b tiles they share (and the a tiles of the group) are read from L2, not from DRAM.
-    pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, TILE_M)
     num_pid_n = tl.cdiv(N, TILE_N)
     num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
+    group_id = tile // num_pid_in_group
     first_pid_m = group_id * GROUP_M
     group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m = first_pid_m + ((tile % num_pid_in_group) % group_size_m)
+    pid_n = (tile % num_pid_in_group) // group_size_m
     row0 = pid_m * TILE_M
     col0 = pid_n * TILE_N
 
@@ -209,7 +218,7 @@ def lowp_matmul_kernel(
     if SPLIT:
         part2 = acc2
 
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WS):
         if TMA:
             # Out-of-bounds rows, columns and K lanes arrive as zeros.
             a = a_ptr.load([row0, k * BLOCK_K])
@@ -260,6 +269,33 @@ def lowp_matmul_kernel(
                   stride_cm, stride_cn, stride_sa, stride_sb, SCALED, PROMOTE)
 
 
+@triton.jit
+def lowp_matmul_kernel(
+    a_ptr, b_ptr, x2_desc, c_ptr, a_scale_ptr, b_scale_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_sa, stride_sb,
+    SCALED: tl.constexpr, ZERO: tl.constexpr, EVEN_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M2: tl.constexpr,
+    BLOCK_N2: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PROMOTE: tl.constexpr, TMA: tl.constexpr, WS: tl.constexpr,
+    PERSISTENT: tl.constexpr, FLATTEN: tl.constexpr,
+):
+    if PERSISTENT:
+        # A fixed number of programs (a few per SM), each taking every num_programs-th tile.
+        num_tiles = tl.cdiv(M, BLOCK_M + BLOCK_M2) * tl.cdiv(N, BLOCK_N + BLOCK_N2)
+        for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=FLATTEN):
+            _tile(tile, a_ptr, b_ptr, x2_desc, c_ptr, a_scale_ptr, b_scale_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  stride_sa, stride_sb, SCALED, ZERO, EVEN_K, BLOCK_M, BLOCK_N, BLOCK_M2,
+                  BLOCK_N2, BLOCK_K, GROUP_M, PROMOTE, TMA, WS)
+    else:  # one tile per program
+        _tile(tl.program_id(0), a_ptr, b_ptr, x2_desc, c_ptr, a_scale_ptr, b_scale_ptr, M, N, K,
+              stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+              stride_sa, stride_sb, SCALED, ZERO, EVEN_K, BLOCK_M, BLOCK_N, BLOCK_M2, BLOCK_N2,
+              BLOCK_K, GROUP_M, PROMOTE, TMA, WS)
+
+
 # ---- launcher ---------------------------------------------------------------------------------
 
 def _config(M: int, N: int, K: int, scaled: bool = False) -> dict:
@@ -288,11 +324,23 @@ def _fit(cfg: dict, M: int, N: int, K: int) -> dict:
     cfg["BLOCK_M"] = min(cfg["BLOCK_M"], max(16, triton.next_power_of_2(M)))
     cfg["BLOCK_N"] = min(cfg["BLOCK_N"], max(16, triton.next_power_of_2(N)))
     cfg["BLOCK_K"] = min(cfg["BLOCK_K"], max(32, triton.next_power_of_2(K)))
-    if cfg.get("CHAIN_K_DIV") and cfg["PROMOTE"] >= 2:
+    if cfg.get("CHAIN_K_DIV") and cfg["PROMOTE"] >= 1:
         longest = K // (cfg["CHAIN_K_DIV"] * cfg["BLOCK_K"])  # in BLOCK_K steps
         cfg["PROMOTE"] = max(cfg["PROMOTE"], 1 << max(0, longest.bit_length() - 1))  # power of 2
     assert not (cfg["BLOCK_M2"] and cfg["BLOCK_N2"]), "the second piece goes below or beside"
     return cfg
+
+
+_SMS: dict = {}
+
+
+def _num_sms(device: torch.device) -> int:
+    """Streaming multiprocessors of this GPU (4 for the CPU interpreter), cached."""
+    key = str(device)
+    if key not in _SMS:
+        _SMS[key] = (torch.cuda.get_device_properties(device).multi_processor_count
+                     if device.type == "cuda" else 4)
+    return _SMS[key]
 
 
 def _k_major(a: torch.Tensor, b: torch.Tensor):
@@ -330,7 +378,9 @@ def _launch(a, b, c, a_scale, b_scale, scaled: bool, cfg: dict | None = None):
 
         a_arg, b_arg = desc(a, bm), desc(bt, bn)
         x2_arg = desc(a, bm2) if bm2 else desc(bt, bn2) if bn2 else b_arg
-    grid = (triton.cdiv(M, bm + bm2) * triton.cdiv(N, bn + bn2),)
+    tiles = triton.cdiv(M, bm + bm2) * triton.cdiv(N, bn + bn2)
+    persistent = cfg.get("PERSISTENT", 0)
+    grid = (min(tiles, persistent * _num_sms(a.device)) if persistent else tiles,)
     lowp_matmul_kernel[grid](
         a_arg, b_arg, x2_arg, c, a_scale, b_scale, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
@@ -338,7 +388,8 @@ def _launch(a, b, c, a_scale, b_scale, scaled: bool, cfg: dict | None = None):
         SCALED=scaled, ZERO=0.0 if scaled else 0,
         EVEN_K=K % bk == 0,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_M2=bm2, BLOCK_N2=bn2, BLOCK_K=bk, GROUP_M=GROUP_M,
-        PROMOTE=cfg["PROMOTE"], TMA=tma,
+        PROMOTE=cfg["PROMOTE"], TMA=tma, WS=cfg.get("WS", False),
+        PERSISTENT=bool(persistent), FLATTEN=cfg.get("FLATTEN", False),
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
     return c
