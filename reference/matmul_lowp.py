@@ -81,7 +81,10 @@ GROUP_M = 8
 #                      1: acc += a fresh dot per BLOCK_K; P >= 2: promote a chained partial
 #                      every P BLOCK_K steps; -1: let Triton promote inside each dot
 #                      (max_num_imprecise_acc=BLOCK_K; ptxas then waits on every wgmma)
-#   TMA                load a and b through TMA descriptors (needs 16-byte aligned rows)
+#   TMA                load a and b through TMA descriptors (needs 16-byte aligned rows): 0/False
+#                      none (pointers); 1/True descriptors made on the host (TensorDescriptor);
+#                      2 descriptors made in the kernel (tl.make_tensor_descriptor), the form
+#                      Triton's warp specialization (WS) can split between its consumer warps
 #   CHAIN_K_DIV        optional, with PROMOTE >= 1: lengthen the chained run with K, up to
 #                      K / CHAIN_K_DIV elements (PROMOTE * BLOCK_K never shrinks). The tolerance
 #                      grows with K (6e-6 * K) and a run's error with its length, so long sums
@@ -173,6 +176,13 @@ def _tile(
     """One output tile, number `tile` in the grouped order: the K loop, then the epilogue."""
     # With TMA, a_ptr and b_ptr are descriptors of a (M, K) and of b.t() (N, K), and x2_desc
     # the descriptor the second piece loads (rows of a, or rows of b.t()); otherwise pointers.
+    if TMA == 2:  # pointers in, descriptors made here (the rows are 16-byte aligned)
+        if BLOCK_M2 > 0:
+            x2_desc = tl.make_tensor_descriptor(x2_desc, [M, K], [stride_am, 1], [BLOCK_M2, BLOCK_K])
+        if BLOCK_N2 > 0:
+            x2_desc = tl.make_tensor_descriptor(x2_desc, [N, K], [stride_bn, 1], [BLOCK_N2, BLOCK_K])
+        a_ptr = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
+        b_ptr = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_bn, 1], [BLOCK_N, BLOCK_K])
     TILE_M: tl.constexpr = BLOCK_M + BLOCK_M2  # the whole tile
     TILE_N: tl.constexpr = BLOCK_N + BLOCK_N2
     SPLIT: tl.constexpr = BLOCK_M2 + BLOCK_N2 > 0  # a second piece, below or beside
@@ -332,6 +342,17 @@ def _fit(cfg: dict, M: int, N: int, K: int) -> dict:
 
 
 _SMS: dict = {}
+_SCRATCH = []
+
+
+def _descriptor_scratch():
+    """Triton allocates in-kernel TMA descriptors from a buffer the launcher asks torch for."""
+    if not _SCRATCH:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                    device=device))
+        _SCRATCH.append(True)
+
 
 
 def _num_sms(device: torch.device) -> int:
@@ -368,9 +389,12 @@ def _launch(a, b, c, a_scale, b_scale, scaled: bool, cfg: dict | None = None):
     cfg = _config(M, N, K, scaled) if cfg is None else _fit(cfg, M, N, K)
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     bm2, bn2 = cfg["BLOCK_M2"], cfg["BLOCK_N2"]
-    tma = cfg["TMA"] and _tma_ok(a, b)
+    tma = int(cfg["TMA"]) if _tma_ok(a, b) else 0
     a_arg, b_arg, x2_arg = a, b, b  # x2_arg: unused without TMA (the kernel offsets a_ptr/b_ptr)
-    if tma:
+    if tma == 2:
+        _descriptor_scratch()  # in-kernel descriptors live in a global scratch buffer
+        x2_arg = a if bm2 else b
+    elif tma:
         bt = b.t()  # (N, K), K contiguous
 
         def desc(t, rows):
