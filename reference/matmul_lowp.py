@@ -88,16 +88,20 @@ GROUP_M = 8
 #   CHAIN_K_DIV        optional, with PROMOTE >= 1: lengthen the chained run with K, up to
 #                      K / CHAIN_K_DIV elements (PROMOTE * BLOCK_K never shrinks). The tolerance
 #                      grows with K (6e-6 * K) and a run's error with its length, so long sums
-#                      can afford longer runs; 0 or absent: a fixed run.
+#                      can afford longer runs; 0 or absent: a fixed run. With CHAIN_IN_BLOCK_K
+#                      (and PROMOTE=1) the run grows as a deeper BLOCK_K (up to 256) instead.
 #   PERSISTENT         optional: 0 or absent, one program per tile; P >= 1, P programs per SM,
 #                      each walking the tiles (in the same grouped order) until none are left:
 #                      no tail of half-empty waves, and no program launch per tile
 #   FLATTEN            optional, with PERSISTENT: let Triton fuse the tile loop and the K loop
 #                      into one pipelined loop, so the next tile's first loads are issued while
 #                      this tile's epilogue runs (tl.range(..., flatten=True))
-#   WS                 optional: ask Triton for warp specialization of the K loop (a producer
-#                      warp issuing the loads, the others the MMAs; tl.range(...,
-#                      warp_specialize=True)); where the compiler cannot, the loop is unchanged
+#   WS                 optional: ask Triton for warp specialization (tl.range(...,
+#                      warp_specialize=True)): a producer warpgroup issues the TMA loads, consumer
+#                      warpgroups the MMAs, each owning part of the tile's rows. 1/True: of the K
+#                      loop; 2: of a persistent grid's tile loop (the producer runs ahead into the
+#                      next tile while the consumers finish this one). Where the compiler cannot,
+#                      the loop is unchanged
 #   num_warps, num_stages
 # 128x128 as two 64-row dots on 4 warps: 255 registers and 96 KiB of shared memory, so two
 # programs share an SM and one's fp32 promotion overlaps the other's tensor-core work (H100
@@ -228,7 +232,7 @@ def _tile(
     if SPLIT:
         part2 = acc2
 
-    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WS):
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WS == 1):
         if TMA:
             # Out-of-bounds rows, columns and K lanes arrive as zeros.
             a = a_ptr.load([row0, k * BLOCK_K])
@@ -294,7 +298,8 @@ def lowp_matmul_kernel(
     if PERSISTENT:
         # A fixed number of programs (a few per SM), each taking every num_programs-th tile.
         num_tiles = tl.cdiv(M, BLOCK_M + BLOCK_M2) * tl.cdiv(N, BLOCK_N + BLOCK_N2)
-        for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=FLATTEN):
+        for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=FLATTEN,
+                             warp_specialize=WS == 2):
             _tile(tile, a_ptr, b_ptr, x2_desc, c_ptr, a_scale_ptr, b_scale_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                   stride_sa, stride_sb, SCALED, ZERO, EVEN_K, BLOCK_M, BLOCK_N, BLOCK_M2,
@@ -336,7 +341,11 @@ def _fit(cfg: dict, M: int, N: int, K: int) -> dict:
     cfg["BLOCK_K"] = min(cfg["BLOCK_K"], max(32, triton.next_power_of_2(K)))
     if cfg.get("CHAIN_K_DIV") and cfg["PROMOTE"] >= 1:
         longest = K // (cfg["CHAIN_K_DIV"] * cfg["BLOCK_K"])  # in BLOCK_K steps
-        cfg["PROMOTE"] = max(cfg["PROMOTE"], 1 << max(0, longest.bit_length() - 1))  # power of 2
+        steps = 1 << max(0, longest.bit_length() - 1)  # a power of 2
+        if cfg.get("CHAIN_IN_BLOCK_K"):  # a deeper K step (one longer dot), at most 256
+            cfg["BLOCK_K"] = min(256, cfg["BLOCK_K"] * steps)
+        else:  # more chained K steps per promotion
+            cfg["PROMOTE"] = max(cfg["PROMOTE"], steps)
     assert not (cfg["BLOCK_M2"] and cfg["BLOCK_N2"]), "the second piece goes below or beside"
     return cfg
 
