@@ -31,7 +31,9 @@ and whose tensor cores run at twice the bf16 rate; what changes is everything ar
    int8 a of 65600 x 32768 is 2.1 GB), so the row offsets are widened before multiplying.
 5. Speed: a grouped program order (GROUP_M row-tiles share each column tile while it is in L2),
    big tiles with 8 warps (two warpgroups) and 3-4 stages of software pipelining for large
-   shapes, smaller tiles when M is small. The configurations are the tables below.
+   shapes, smaller tiles when M is small. Optionally TMA loads, a persistent grid (a few
+   programs per SM walking the tiles) and warp specialization (below). The configurations are
+   the tables below.
 
 About FP8 accumulation on Hopper (and why the FP8 loop keeps two accumulators). `tl.dot(a, b,
 acc)` chains the wgmma instructions through the accumulator, and the fp8 tensor cores add each
@@ -59,6 +61,14 @@ the partial is restarted as `part * 0` inside the `if` (after the wait), because
 zero would be hoisted into a select on the still-running accumulator; and with two pieces each
 piece is promoted in its own `if` (same steps, written differently), because one block waiting
 on both dots makes ptxas serialize every wgmma of the loop (its note C7515).
+
+Warp specialization (WS, optional) is the other way to hide the promotion, the one CUTLASS uses:
+with TMA descriptors made inside the kernel (TMA=2), Triton's Hopper warp specialization splits
+the K loop into a producer warpgroup that only issues TMA loads and two consumer warpgroups that
+each own half of the tile's rows. A consumer runs its wgmmas, releases the stage, and promotes
+its own partial while the other consumer's wgmmas keep the tensor cores busy; each holds only
+its rows' two accumulators (64 + 64 registers per thread for 64 x 128), so a 128 x 128 tile
+needs no pieces, and a 256 x 128 one (two 128-row dots) fits too.
 """
 
 import torch
@@ -119,6 +129,11 @@ INT8_SMALL_M = dict(FP8_SMALL_M, PROMOTE=0)
 # FP8_MEDIUM (a big tile leaves too few programs to fill the GPU evenly).
 FP8_LARGE_MIN_MN = 0
 FP8_MEDIUM = dict(FP8_LARGE)
+# Where a configuration asks for TMA but the rows of a or b are not 16-byte aligned (K % 16 != 0,
+# e.g. K = 4097), the fp8 launcher uses this pointer-based one instead (warp specialization
+# needs TMA loads too).
+FP8_NO_TMA = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_M2=64, BLOCK_N2=0, BLOCK_K=128, PROMOTE=1,
+                  TMA=False, num_warps=4, num_stages=3)
 
 
 # ---- kernel -----------------------------------------------------------------------------------
@@ -396,9 +411,11 @@ def _launch(a, b, c, a_scale, b_scale, scaled: bool, cfg: dict | None = None):
     if M == 0 or N == 0:
         return c
     cfg = _config(M, N, K, scaled) if cfg is None else _fit(cfg, M, N, K)
+    if cfg["TMA"] and not _tma_ok(a, b):  # no TMA here: a configuration made for pointers
+        cfg = _fit(FP8_NO_TMA if scaled else dict(cfg, TMA=False, WS=False), M, N, K)
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     bm2, bn2 = cfg["BLOCK_M2"], cfg["BLOCK_N2"]
-    tma = int(cfg["TMA"]) if _tma_ok(a, b) else 0
+    tma = int(cfg["TMA"])
     a_arg, b_arg, x2_arg = a, b, b  # x2_arg: unused without TMA (the kernel offsets a_ptr/b_ptr)
     if tma == 2:
         _descriptor_scratch()  # in-kernel descriptors live in a global scratch buffer
