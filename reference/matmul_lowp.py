@@ -195,13 +195,6 @@ def _tile(
     """One output tile, number `tile` in the grouped order: the K loop, then the epilogue."""
     # With TMA, a_ptr and b_ptr are descriptors of a (M, K) and of b.t() (N, K), and x2_desc
     # the descriptor the second piece loads (rows of a, or rows of b.t()); otherwise pointers.
-    if TMA == 2:  # pointers in, descriptors made here (the rows are 16-byte aligned)
-        if BLOCK_M2 > 0:
-            x2_desc = tl.make_tensor_descriptor(x2_desc, [M, K], [stride_am, 1], [BLOCK_M2, BLOCK_K])
-        if BLOCK_N2 > 0:
-            x2_desc = tl.make_tensor_descriptor(x2_desc, [N, K], [stride_bn, 1], [BLOCK_N2, BLOCK_K])
-        a_ptr = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
-        b_ptr = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_bn, 1], [BLOCK_N, BLOCK_K])
     TILE_M: tl.constexpr = BLOCK_M + BLOCK_M2  # the whole tile
     TILE_N: tl.constexpr = BLOCK_N + BLOCK_N2
     SPLIT: tl.constexpr = BLOCK_M2 + BLOCK_N2 > 0  # a second piece, below or beside
@@ -310,6 +303,15 @@ def lowp_matmul_kernel(
     PROMOTE: tl.constexpr, TMA: tl.constexpr, WS: tl.constexpr,
     PERSISTENT: tl.constexpr, FLATTEN: tl.constexpr,
 ):
+    if TMA == 2:  # pointers in, descriptors made here, once (the rows are 16-byte aligned)
+        if BLOCK_M2 > 0:
+            x2_desc = tl.make_tensor_descriptor(x2_desc, [M, K], [stride_am, 1],
+                                                [BLOCK_M2, BLOCK_K])
+        if BLOCK_N2 > 0:
+            x2_desc = tl.make_tensor_descriptor(x2_desc, [N, K], [stride_bn, 1],
+                                                [BLOCK_N2, BLOCK_K])
+        a_ptr = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
+        b_ptr = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_bn, 1], [BLOCK_N, BLOCK_K])
     if PERSISTENT:
         # A fixed number of programs (a few per SM), each taking every num_programs-th tile.
         num_tiles = tl.cdiv(M, BLOCK_M + BLOCK_M2) * tl.cdiv(N, BLOCK_N + BLOCK_N2)
@@ -376,7 +378,6 @@ def _descriptor_scratch():
         triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
                                                                     device=device))
         _SCRATCH.append(True)
-
 
 
 def _num_sms(device: torch.device) -> int:
