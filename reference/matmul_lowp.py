@@ -31,9 +31,10 @@ and whose tensor cores run at twice the bf16 rate; what changes is everything ar
    int8 a of 65600 x 32768 is 2.1 GB), so the row offsets are widened before multiplying.
 5. Speed: a grouped program order (GROUP_M row-tiles share each column tile while it is in L2),
    big tiles with 8 warps (two warpgroups) and 3-4 stages of software pipelining for large
-   shapes, smaller tiles when M is small. Optionally TMA loads, a persistent grid (a few
-   programs per SM walking the tiles) and warp specialization (below). The configurations are
-   the tables below.
+   shapes, smaller tiles when M is small. Large FP8 products load through TMA descriptors (the
+   copy engine computes the addresses, not the threads that also add the promotions) on a
+   persistent grid of 2 programs per SM walking the tiles; optionally a TMA store of the output
+   and warp specialization (below). The configurations are the tables below.
 
 About FP8 accumulation on Hopper (and why the FP8 loop keeps two accumulators). `tl.dot(a, b,
 acc)` chains the wgmma instructions through the accumulator, and the fp8 tensor cores add each
