@@ -120,10 +120,13 @@ GROUP_M = 8
 # 128x128 as two 64-row dots on 4 warps: 255 registers and 96 KiB of shared memory, so two
 # programs share an SM and one's fp32 promotion overlaps the other's tensor-core work (H100
 # sweep: 0.81x _scaled_mm at 8192^3, 0.87x at 4096^3; the one-dot 128x128 on 8 warps: 0.71x).
-# With TMA loads (no address math in the threads that also add the promotions) and a persistent
-# grid of 2 programs per SM: 0.889x at 8192^3 (H100, triton 3.6; TMA alone 0.886x).
+# With TMA loads (no address math in the threads that also add the promotions), a persistent
+# grid of 2 programs per SM, groups of 16 row-tiles (the b tiles a group shares stay in the L2)
+# and the output written by one TMA store: 0.92x _scaled_mm at 8192^3 and 0.94x at 4096^3 (H100,
+# triton 3.6; TMA alone 0.89x; docs/PERFORMANCE.md). The TMA store's staging tile takes 112 KiB
+# of shared memory in all, which still lets two programs share an SM.
 FP8_LARGE = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_M2=64, BLOCK_N2=0, BLOCK_K=128, PROMOTE=1,
-                 TMA=True, PERSISTENT=2, num_warps=4, num_stages=3)
+                 TMA=True, PERSISTENT=2, GROUP_M=16, C_TMA=True, num_warps=4, num_stages=3)
 INT8_LARGE = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_M2=0, BLOCK_N2=0, BLOCK_K=128, PROMOTE=0,
                   TMA=False, num_warps=8, num_stages=3)
 # M <= 64 (decode-like): the work is reading b, so narrower tiles give more programs to stream
@@ -131,12 +134,6 @@ INT8_LARGE = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_M2=0, BLOCK_N2=0, BLOCK_K=128,
 FP8_SMALL_M = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_M2=0, BLOCK_N2=0, BLOCK_K=128, PROMOTE=1,
                    TMA=False, num_warps=4, num_stages=4)
 INT8_SMALL_M = dict(FP8_SMALL_M, PROMOTE=0)
-# FP8_LARGE applies from this many output elements (M * N) on; smaller fp8 products use
-# FP8_MEDIUM. With few tiles per program (4096^2: ~4), overlapping the next tile's first loads
-# with this tile's epilogue (FLATTEN) pays: 0.961x at 4096^3 against 0.930x unflattened; at
-# 8192^3 (~16 tiles per program) it costs 3% (0.864x), hence the split between the two.
-FP8_LARGE_MIN_MN = 6144 * 6144
-FP8_MEDIUM = dict(FP8_LARGE, FLATTEN=True)
 # Where a configuration asks for TMA but the rows of a or b are not 16-byte aligned (K % 16 != 0,
 # e.g. K = 4097), the fp8 launcher uses this pointer-based one instead (warp specialization
 # needs TMA loads too).
@@ -358,10 +355,8 @@ def _config(M: int, N: int, K: int, scaled: bool = False) -> dict:
         cfg = dict(FP8_SMALL_M if scaled else INT8_SMALL_M)
     elif not scaled:
         cfg = dict(INT8_LARGE)
-    elif M * N >= FP8_LARGE_MIN_MN:
-        cfg = dict(FP8_LARGE)
     else:
-        cfg = dict(FP8_MEDIUM)
+        cfg = dict(FP8_LARGE)
     return _fit(cfg, M, N, K)
 
 
