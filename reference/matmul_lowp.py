@@ -31,7 +31,10 @@ and whose tensor cores run at twice the bf16 rate; what changes is everything ar
    int8 a of 65600 x 32768 is 2.1 GB), so the row offsets are widened before multiplying.
 5. Speed: a grouped program order (GROUP_M row-tiles share each column tile while it is in L2),
    big tiles with 8 warps (two warpgroups) and 3-4 stages of software pipelining for large
-   shapes, smaller tiles when M is small. The configurations are the tables below.
+   shapes, smaller tiles when M is small. Large FP8 products load through TMA descriptors (the
+   copy engine computes the addresses, not the threads that also add the promotions) on a
+   persistent grid of 2 programs per SM walking the tiles; optionally a TMA store of the output
+   and warp specialization (below). The configurations are the tables below.
 
 About FP8 accumulation on Hopper (and why the FP8 loop keeps two accumulators). `tl.dot(a, b,
 acc)` chains the wgmma instructions through the accumulator, and the fp8 tensor cores add each
@@ -59,6 +62,14 @@ the partial is restarted as `part * 0` inside the `if` (after the wait), because
 zero would be hoisted into a select on the still-running accumulator; and with two pieces each
 piece is promoted in its own `if` (same steps, written differently), because one block waiting
 on both dots makes ptxas serialize every wgmma of the loop (its note C7515).
+
+Warp specialization (WS, optional) is the other way to hide the promotion, the one CUTLASS uses:
+with TMA descriptors made inside the kernel (TMA=2), Triton's Hopper warp specialization splits
+the K loop into a producer warpgroup that only issues TMA loads and two consumer warpgroups that
+each own half of the tile's rows. A consumer runs its wgmmas, releases the stage, and promotes
+its own partial while the other consumer's wgmmas keep the tensor cores busy; each holds only
+its rows' two accumulators (64 + 64 registers per thread for 64 x 128), so a 128 x 128 tile
+needs no pieces, and a 256 x 128 one (two 128-row dots) fits too.
 """
 
 import torch
@@ -81,17 +92,41 @@ GROUP_M = 8
 #                      1: acc += a fresh dot per BLOCK_K; P >= 2: promote a chained partial
 #                      every P BLOCK_K steps; -1: let Triton promote inside each dot
 #                      (max_num_imprecise_acc=BLOCK_K; ptxas then waits on every wgmma)
-#   TMA                load a and b through TMA descriptors (needs 16-byte aligned rows)
-#   CHAIN_K_DIV        optional, with PROMOTE >= 2: lengthen the chained run with K, up to
+#   TMA                load a and b through TMA descriptors (needs 16-byte aligned rows): 0/False
+#                      none (pointers); 1/True descriptors made on the host (TensorDescriptor);
+#                      2 descriptors made in the kernel (tl.make_tensor_descriptor), the form
+#                      Triton's warp specialization (WS) can split between its consumer warps
+#   CHAIN_K_DIV        optional, with PROMOTE >= 1: lengthen the chained run with K, up to
 #                      K / CHAIN_K_DIV elements (PROMOTE * BLOCK_K never shrinks). The tolerance
 #                      grows with K (6e-6 * K) and a run's error with its length, so long sums
-#                      can afford longer runs; 0 or absent: a fixed run.
+#                      can afford longer runs; 0 or absent: a fixed run. With CHAIN_IN_BLOCK_K
+#                      (and PROMOTE=1) the run grows as a deeper BLOCK_K (up to 256) instead.
+#   PERSISTENT         optional: 0 or absent, one program per tile; P >= 1, P programs per SM,
+#                      each walking the tiles (in the same grouped order) until none are left:
+#                      no tail of half-empty waves, and no program launch per tile
+#   FLATTEN            optional, with PERSISTENT: let Triton fuse the tile loop and the K loop
+#                      into one pipelined loop, so the next tile's first loads are issued while
+#                      this tile's epilogue runs (tl.range(..., flatten=True))
+#   WS                 optional: ask Triton for warp specialization (tl.range(...,
+#                      warp_specialize=True)): a producer warpgroup issues the TMA loads, consumer
+#                      warpgroups the MMAs, each owning part of the tile's rows. 1/True: of the K
+#                      loop; 2: of a persistent grid's tile loop (the producer runs ahead into the
+#                      next tile while the consumers finish this one). Where the compiler cannot,
+#                      the loop is unchanged
+#   GROUP_M            optional: row-tiles per group of the grouped order (default GROUP_M above)
+#   C_TMA              optional: store the output tile through a TMA descriptor (bf16 rows must
+#                      be 16-byte aligned, N % 8 == 0; otherwise the masked tl.store)
 #   num_warps, num_stages
 # 128x128 as two 64-row dots on 4 warps: 255 registers and 96 KiB of shared memory, so two
 # programs share an SM and one's fp32 promotion overlaps the other's tensor-core work (H100
 # sweep: 0.81x _scaled_mm at 8192^3, 0.87x at 4096^3; the one-dot 128x128 on 8 warps: 0.71x).
+# With TMA loads (no address math in the threads that also add the promotions), a persistent
+# grid of 2 programs per SM, groups of 16 row-tiles (the b tiles a group shares stay in the L2)
+# and the output written by one TMA store: 0.92x _scaled_mm at 8192^3 and 0.94x at 4096^3 (H100,
+# triton 3.6; TMA alone 0.89x; docs/PERFORMANCE.md). The TMA store's staging tile takes 112 KiB
+# of shared memory in all, which still lets two programs share an SM.
 FP8_LARGE = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_M2=64, BLOCK_N2=0, BLOCK_K=128, PROMOTE=1,
-                 TMA=False, num_warps=4, num_stages=3)
+                 TMA=True, PERSISTENT=2, GROUP_M=16, C_TMA=True, num_warps=4, num_stages=3)
 INT8_LARGE = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_M2=0, BLOCK_N2=0, BLOCK_K=128, PROMOTE=0,
                   TMA=False, num_warps=8, num_stages=3)
 # M <= 64 (decode-like): the work is reading b, so narrower tiles give more programs to stream
@@ -99,10 +134,11 @@ INT8_LARGE = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_M2=0, BLOCK_N2=0, BLOCK_K=128,
 FP8_SMALL_M = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_M2=0, BLOCK_N2=0, BLOCK_K=128, PROMOTE=1,
                    TMA=False, num_warps=4, num_stages=4)
 INT8_SMALL_M = dict(FP8_SMALL_M, PROMOTE=0)
-# FP8_LARGE applies from this many output elements (M * N) on; smaller fp8 products use
-# FP8_MEDIUM (a big tile leaves too few programs to fill the GPU evenly).
-FP8_LARGE_MIN_MN = 0
-FP8_MEDIUM = dict(FP8_LARGE)
+# Where a configuration asks for TMA but the rows of a or b are not 16-byte aligned (K % 16 != 0,
+# e.g. K = 4097), the fp8 launcher uses this pointer-based one instead (warp specialization
+# needs TMA loads too).
+FP8_NO_TMA = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_M2=64, BLOCK_N2=0, BLOCK_K=128, PROMOTE=1,
+                  TMA=False, num_warps=4, num_stages=3)
 
 
 # ---- kernel -----------------------------------------------------------------------------------
@@ -134,9 +170,9 @@ def _dot_step(a, b, acc, part, k, PROMOTE: tl.constexpr, BLOCK_K: tl.constexpr,
 
 
 @triton.jit
-def _epilogue(acc, part, c_ptr, a_scale_ptr, b_scale_ptr, rows, cols, M, N,
+def _epilogue(acc, part, c_ptr, c_desc, a_scale_ptr, b_scale_ptr, r0, c0, rows, cols, M, N,
               stride_cm, stride_cn, stride_sa, stride_sb,
-              SCALED: tl.constexpr, PROMOTE: tl.constexpr):
+              SCALED: tl.constexpr, PROMOTE: tl.constexpr, C_TMA: tl.constexpr):
     if PROMOTE >= 2:
         acc += part  # the last, partial run
     row_ok = rows < M
@@ -146,21 +182,27 @@ def _epilogue(acc, part, c_ptr, a_scale_ptr, b_scale_ptr, rows, cols, M, N,
         sa = tl.load(a_scale_ptr + rows * stride_sa, mask=row_ok, other=0.0)
         sb = tl.load(b_scale_ptr + cols * stride_sb, mask=col_ok, other=0.0)
         acc = acc * sa[:, None] * sb[None, :]
-    c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
+    if C_TMA:
+        # The tile goes to shared memory, then one bulk copy writes it (rows and columns past
+        # the end are dropped by the copy engine): no masks, no per-thread address math.
+        c_desc.store([r0, c0], acc.to(c_desc.dtype))
+    else:
+        c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
 
 
 @triton.jit
-def lowp_matmul_kernel(
-    a_ptr, b_ptr, x2_desc, c_ptr, a_scale_ptr, b_scale_ptr,
+def _tile(
+    tile, a_ptr, b_ptr, x2_desc, c_ptr, c_desc, a_scale_ptr, b_scale_ptr,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     stride_sa, stride_sb,
     SCALED: tl.constexpr, ZERO: tl.constexpr, EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M2: tl.constexpr,
     BLOCK_N2: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    PROMOTE: tl.constexpr, TMA: tl.constexpr,
+    PROMOTE: tl.constexpr, TMA: tl.constexpr, WS: tl.constexpr, C_TMA: tl.constexpr,
 ):
+    """One output tile, number `tile` in the grouped order: the K loop, then the epilogue."""
     # With TMA, a_ptr and b_ptr are descriptors of a (M, K) and of b.t() (N, K), and x2_desc
     # the descriptor the second piece loads (rows of a, or rows of b.t()); otherwise pointers.
     TILE_M: tl.constexpr = BLOCK_M + BLOCK_M2  # the whole tile
@@ -168,15 +210,14 @@ def lowp_matmul_kernel(
     SPLIT: tl.constexpr = BLOCK_M2 + BLOCK_N2 > 0  # a second piece, below or beside
     # Grouped ordering: consecutive programs walk down GROUP_M row-tiles of one column band, so
     # the b tiles they share (and the a tiles of the group) are read from L2, not from DRAM.
-    pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, TILE_M)
     num_pid_n = tl.cdiv(N, TILE_N)
     num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
+    group_id = tile // num_pid_in_group
     first_pid_m = group_id * GROUP_M
     group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m = first_pid_m + ((tile % num_pid_in_group) % group_size_m)
+    pid_n = (tile % num_pid_in_group) // group_size_m
     row0 = pid_m * TILE_M
     col0 = pid_n * TILE_N
 
@@ -209,7 +250,7 @@ def lowp_matmul_kernel(
     if SPLIT:
         part2 = acc2
 
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WS == 1):
         if TMA:
             # Out-of-bounds rows, columns and K lanes arrive as zeros.
             a = a_ptr.load([row0, k * BLOCK_K])
@@ -248,16 +289,58 @@ def lowp_matmul_kernel(
     # Epilogue: the real rows and columns of this tile, one piece at a time.
     rows = row0 + tl.arange(0, BLOCK_M)
     cols = col0 + tl.arange(0, BLOCK_N)
-    _epilogue(acc, part, c_ptr, a_scale_ptr, b_scale_ptr, rows, cols, M, N,
-              stride_cm, stride_cn, stride_sa, stride_sb, SCALED, PROMOTE)
+    _epilogue(acc, part, c_ptr, c_desc, a_scale_ptr, b_scale_ptr, row0, col0, rows, cols, M, N,
+              stride_cm, stride_cn, stride_sa, stride_sb, SCALED, PROMOTE, C_TMA)
     if BLOCK_M2 > 0:
         rows2 = row0 + BLOCK_M + tl.arange(0, BLOCK_M2)
-        _epilogue(acc2, part2, c_ptr, a_scale_ptr, b_scale_ptr, rows2, cols, M, N,
-                  stride_cm, stride_cn, stride_sa, stride_sb, SCALED, PROMOTE)
+        _epilogue(acc2, part2, c_ptr, c_desc, a_scale_ptr, b_scale_ptr, row0 + BLOCK_M, col0,
+                  rows2, cols, M, N, stride_cm, stride_cn, stride_sa, stride_sb, SCALED,
+                  PROMOTE, C_TMA)
     if BLOCK_N2 > 0:
         cols2 = col0 + BLOCK_N + tl.arange(0, BLOCK_N2)
-        _epilogue(acc2, part2, c_ptr, a_scale_ptr, b_scale_ptr, rows, cols2, M, N,
-                  stride_cm, stride_cn, stride_sa, stride_sb, SCALED, PROMOTE)
+        _epilogue(acc2, part2, c_ptr, c_desc, a_scale_ptr, b_scale_ptr, row0, col0 + BLOCK_N,
+                  rows, cols2, M, N, stride_cm, stride_cn, stride_sa, stride_sb, SCALED,
+                  PROMOTE, C_TMA)
+
+
+@triton.jit
+def lowp_matmul_kernel(
+    a_ptr, b_ptr, x2_desc, c_ptr, c_desc, a_scale_ptr, b_scale_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_sa, stride_sb,
+    SCALED: tl.constexpr, ZERO: tl.constexpr, EVEN_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M2: tl.constexpr,
+    BLOCK_N2: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PROMOTE: tl.constexpr, TMA: tl.constexpr, WS: tl.constexpr,
+    PERSISTENT: tl.constexpr, FLATTEN: tl.constexpr, C_TMA: tl.constexpr,
+):
+    # c_desc: with C_TMA, a descriptor of c (blocks of BLOCK_M x BLOCK_N, the pieces' shape);
+    # otherwise unused (c_ptr is stored through).
+    if TMA == 2:  # pointers in, descriptors made here, once (the rows are 16-byte aligned)
+        if BLOCK_M2 > 0:
+            x2_desc = tl.make_tensor_descriptor(x2_desc, [M, K], [stride_am, 1],
+                                                [BLOCK_M2, BLOCK_K])
+        if BLOCK_N2 > 0:
+            x2_desc = tl.make_tensor_descriptor(x2_desc, [N, K], [stride_bn, 1],
+                                                [BLOCK_N2, BLOCK_K])
+        a_ptr = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
+        b_ptr = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_bn, 1], [BLOCK_N, BLOCK_K])
+    if PERSISTENT:
+        # A fixed number of programs (a few per SM), each taking every num_programs-th tile.
+        num_tiles = tl.cdiv(M, BLOCK_M + BLOCK_M2) * tl.cdiv(N, BLOCK_N + BLOCK_N2)
+        for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=FLATTEN,
+                             warp_specialize=WS == 2):
+            _tile(tile, a_ptr, b_ptr, x2_desc, c_ptr, c_desc, a_scale_ptr, b_scale_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  stride_sa, stride_sb, SCALED, ZERO, EVEN_K, BLOCK_M, BLOCK_N, BLOCK_M2,
+                  BLOCK_N2, BLOCK_K, GROUP_M, PROMOTE, TMA, WS, C_TMA)
+    else:  # one tile per program
+        _tile(tl.program_id(0), a_ptr, b_ptr, x2_desc, c_ptr, c_desc, a_scale_ptr, b_scale_ptr,
+              M, N, K,
+              stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+              stride_sa, stride_sb, SCALED, ZERO, EVEN_K, BLOCK_M, BLOCK_N, BLOCK_M2, BLOCK_N2,
+              BLOCK_K, GROUP_M, PROMOTE, TMA, WS, C_TMA)
 
 
 # ---- launcher ---------------------------------------------------------------------------------
@@ -272,10 +355,8 @@ def _config(M: int, N: int, K: int, scaled: bool = False) -> dict:
         cfg = dict(FP8_SMALL_M if scaled else INT8_SMALL_M)
     elif not scaled:
         cfg = dict(INT8_LARGE)
-    elif M * N >= FP8_LARGE_MIN_MN:
-        cfg = dict(FP8_LARGE)
     else:
-        cfg = dict(FP8_MEDIUM)
+        cfg = dict(FP8_LARGE)
     return _fit(cfg, M, N, K)
 
 
@@ -288,11 +369,40 @@ def _fit(cfg: dict, M: int, N: int, K: int) -> dict:
     cfg["BLOCK_M"] = min(cfg["BLOCK_M"], max(16, triton.next_power_of_2(M)))
     cfg["BLOCK_N"] = min(cfg["BLOCK_N"], max(16, triton.next_power_of_2(N)))
     cfg["BLOCK_K"] = min(cfg["BLOCK_K"], max(32, triton.next_power_of_2(K)))
-    if cfg.get("CHAIN_K_DIV") and cfg["PROMOTE"] >= 2:
+    if cfg.get("CHAIN_K_DIV") and cfg["PROMOTE"] >= 1:
         longest = K // (cfg["CHAIN_K_DIV"] * cfg["BLOCK_K"])  # in BLOCK_K steps
-        cfg["PROMOTE"] = max(cfg["PROMOTE"], 1 << max(0, longest.bit_length() - 1))  # power of 2
+        steps = 1 << max(0, longest.bit_length() - 1)  # a power of 2
+        if cfg.get("CHAIN_IN_BLOCK_K"):  # a deeper K step (one longer dot), at most 256
+            cfg["BLOCK_K"] = min(256, cfg["BLOCK_K"] * steps)
+        else:  # more chained K steps per promotion
+            cfg["PROMOTE"] = max(cfg["PROMOTE"], steps)
+    if (cfg["BLOCK_M2"] and cfg["BLOCK_M2"] != cfg["BLOCK_M"]) or \
+            (cfg["BLOCK_N2"] and cfg["BLOCK_N2"] != cfg["BLOCK_N"]):
+        cfg["C_TMA"] = False  # one output descriptor: every piece must have the same shape
     assert not (cfg["BLOCK_M2"] and cfg["BLOCK_N2"]), "the second piece goes below or beside"
     return cfg
+
+
+_SMS: dict = {}
+_SCRATCH = []
+
+
+def _descriptor_scratch():
+    """Triton allocates in-kernel TMA descriptors from a buffer the launcher asks torch for."""
+    if not _SCRATCH:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                    device=device))
+        _SCRATCH.append(True)
+
+
+def _num_sms(device: torch.device) -> int:
+    """Streaming multiprocessors of this GPU (4 for the CPU interpreter), cached."""
+    key = str(device)
+    if key not in _SMS:
+        _SMS[key] = (torch.cuda.get_device_properties(device).multi_processor_count
+                     if device.type == "cuda" else 4)
+    return _SMS[key]
 
 
 def _k_major(a: torch.Tensor, b: torch.Tensor):
@@ -318,11 +428,16 @@ def _launch(a, b, c, a_scale, b_scale, scaled: bool, cfg: dict | None = None):
     if M == 0 or N == 0:
         return c
     cfg = _config(M, N, K, scaled) if cfg is None else _fit(cfg, M, N, K)
+    if cfg["TMA"] and not _tma_ok(a, b):  # no TMA here: a configuration made for pointers
+        cfg = _fit(FP8_NO_TMA if scaled else dict(cfg, TMA=False, WS=False), M, N, K)
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     bm2, bn2 = cfg["BLOCK_M2"], cfg["BLOCK_N2"]
-    tma = cfg["TMA"] and _tma_ok(a, b)
+    tma = int(cfg["TMA"])
     a_arg, b_arg, x2_arg = a, b, b  # x2_arg: unused without TMA (the kernel offsets a_ptr/b_ptr)
-    if tma:
+    if tma == 2:
+        _descriptor_scratch()  # in-kernel descriptors live in a global scratch buffer
+        x2_arg = a if bm2 else b
+    elif tma:
         bt = b.t()  # (N, K), K contiguous
 
         def desc(t, rows):
@@ -330,15 +445,24 @@ def _launch(a, b, c, a_scale, b_scale, scaled: bool, cfg: dict | None = None):
 
         a_arg, b_arg = desc(a, bm), desc(bt, bn)
         x2_arg = desc(a, bm2) if bm2 else desc(bt, bn2) if bn2 else b_arg
-    grid = (triton.cdiv(M, bm + bm2) * triton.cdiv(N, bn + bn2),)
+    c_arg = c  # c_desc: unused unless the output is stored through TMA
+    if cfg.get("C_TMA") and TensorDescriptor is not None and c.stride(1) == 1 \
+            and (c.stride(0) * c.element_size()) % 16 == 0 and c.data_ptr() % 16 == 0:
+        c_arg = TensorDescriptor(c, list(c.shape), list(c.stride()), [bm, bn])
+    tiles = triton.cdiv(M, bm + bm2) * triton.cdiv(N, bn + bn2)
+    persistent = cfg.get("PERSISTENT", 0)
+    grid = (min(tiles, persistent * _num_sms(a.device)) if persistent else tiles,)
     lowp_matmul_kernel[grid](
-        a_arg, b_arg, x2_arg, c, a_scale, b_scale, M, N, K,
+        a_arg, b_arg, x2_arg, c, c_arg, a_scale, b_scale, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         a_scale.stride(0), b_scale.stride(1),
         SCALED=scaled, ZERO=0.0 if scaled else 0,
         EVEN_K=K % bk == 0,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_M2=bm2, BLOCK_N2=bn2, BLOCK_K=bk, GROUP_M=GROUP_M,
-        PROMOTE=cfg["PROMOTE"], TMA=tma,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_M2=bm2, BLOCK_N2=bn2, BLOCK_K=bk,
+        GROUP_M=cfg.get("GROUP_M", GROUP_M),
+        PROMOTE=cfg["PROMOTE"], TMA=tma, WS=cfg.get("WS", False),
+        PERSISTENT=bool(persistent), FLATTEN=cfg.get("FLATTEN", False),
+        C_TMA=c_arg is not c,
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
     return c
