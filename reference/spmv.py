@@ -63,14 +63,25 @@ import torch
 import triton
 import triton.language as tl
 
+# ---- Launch configuration (the knobs a GPU sweep turns; sweeps/sparse.py) ----------------------
+
 # Partition: boundaries searched per program of the first kernel, and pivots probed per step.
 PART_BLOCK = 128
 PART_K = 16
 
-# spmv: nonzeros per program. 1024 nonzeros in 8 warps are 4 per thread: 16-byte loads of the
-# values, 32 of the column indices; the in-program search spans ~NPP / (mean row length) rows.
-SPMV_NPP = 1024
-SPMV_WARPS = 8
+# spmv, per dtype:
+#   npp     nonzeros per program. 1024 nonzeros in 8 warps are 4 per thread: one 16-byte load of
+#           float32 values, two of int64 column indices; larger chunks spread each program's
+#           fixed costs (two boundary loads, the crossing rows' atomics) over more bytes.
+#   rows    rows per step of the row walk (rows a program handles: ~npp / mean row length + 1;
+#           more are walked in several steps).
+#   warps   num_warps of the main kernel.
+#   fused   True: the crossing rows are finished by the last program to add its part (a counter
+#           per slot), no fix-up kernel; False: a third small kernel copies the slots into y.
+SPMV_CONFIG = {
+    torch.float32: {"npp": 1024, "rows": 512, "warps": 8, "fused": False},
+    torch.float16: {"npp": 1024, "rows": 512, "warps": 8, "fused": False},
+}
 FIXUP_BLOCK = 256
 
 # spmm: nonzeros per program, then per dtype the rows per window (RB: the dot's M) and the
@@ -83,109 +94,122 @@ SPMM_FIXUP_BLOCK = 16
 
 
 @triton.jit
-def partition_kernel(crow_ptr, bound_ptr, R, P, steps,
-                     NPP: tl.constexpr, FB: tl.constexpr, K: tl.constexpr):
-    """bound[q] = the row holding nonzero q * NPP (q < P); bound[P] = R."""
+def partition_kernel(crow_ptr, bound_ptr, zero_ptr, zero_cnt_ptr, R, P, steps,
+                     NPP: tl.constexpr, FB: tl.constexpr, K: tl.constexpr,
+                     FIRST_ROW: tl.constexpr, ZERO: tl.constexpr):
+    """Program boundaries: for q < P, with target = q * NPP,
+         FIRST_ROW=False: bound[q] = the row holding nonzero target (the last r: crow[r] <= target);
+         FIRST_ROW=True:  bound[q] = the first row r with crow[r] >= target (rows from there on
+                          start at or after the boundary; empty rows included);
+       and bound[P] = R. With ZERO, also zeroes zero[q] and zero_cnt[q] for q < P: the crossing
+       rows' slots of the next kernel (no separate memset launch)."""
     q = tl.program_id(0) * FB + tl.arange(0, FB)
     target = q.to(tl.int64) * NPP
-    # Invariant: crow[lo] <= target < crow[hi].
+    # Invariant: crow[lo] <= target < crow[hi] (FIRST_ROW: crow[lo] < target <= crow[hi]).
     lo = tl.zeros([FB], tl.int64)
     hi = tl.zeros([FB], tl.int64) + R
     j = tl.arange(0, K).to(tl.int64)
     for _ in range(steps):
         width = hi - lo
-        # K pivots lo, lo + width/K, ...: crow at them is nondecreasing, so the pivots <= target
-        # are a prefix, of length cnt >= 1 (the pivot lo itself).
+        # K pivots lo, lo + width/K, ...: crow at them is nondecreasing, so the pivots left of
+        # the target are a prefix, of length cnt >= 1 (the pivot lo itself).
         pivots = lo[:, None] + (width[:, None] * j[None, :]) // K
         c = tl.load(crow_ptr + pivots)
-        cnt = tl.sum((c <= target[:, None]).to(tl.int64), axis=1)
+        if FIRST_ROW:
+            left = c < target[:, None]
+        else:
+            left = c <= target[:, None]
+        cnt = tl.sum(left.to(tl.int64), axis=1)
         new_lo = lo + (width * (cnt - 1)) // K
         hi = tl.where(cnt == K, hi, lo + (width * cnt) // K)
         lo = new_lo
+    if FIRST_ROW:
+        lo = tl.where(q == 0, 0, hi)  # target 0: row 0 (no row starts before it)
     lo = tl.where(q >= P, R, lo)
     tl.store(bound_ptr + q, lo, mask=q <= P)
+    if ZERO:
+        tl.store(zero_ptr + q, tl.zeros([FB], zero_ptr.dtype.element_ty), mask=q < P)
+        tl.store(zero_cnt_ptr + q, tl.zeros([FB], zero_cnt_ptr.dtype.element_ty), mask=q < P)
 
 
 @triton.jit
-def _ceil_log2(n):
-    steps = n * 0  # an int32 tensor from the start: it is carried through the loop
-    while ((n - 1) >> steps) > 0:
-        steps += 1
-    return steps
-
-
-@triton.jit
-def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, bound_ptr, cross_ptr,
-                nnz, R, x_stride, NPP: tl.constexpr):
+def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, first_ptr, cross_ptr, count_ptr,
+                nnz, x_stride, NPP: tl.constexpr, RB: tl.constexpr, FUSED: tl.constexpr):
     p = tl.program_id(0)
     s = p.to(tl.int64) * NPP
     e = tl.minimum(s + NPP, nnz)
     k = s + tl.arange(0, NPP)
-    valid = k < e
-    kk = tl.minimum(k, e - 1)  # lanes past the end take the last row, with a product of 0
 
-    # The row of every nonzero: binary search between the program's first row and the row after
-    # its last, with the invariant crow[lo] <= kk < crow[hi]. crow at lo and hi is carried along:
-    # at the end it is the row's start and end.
-    lo0 = tl.load(bound_ptr + p).to(tl.int32)
-    hi0 = tl.minimum(tl.load(bound_ptr + p + 1) + 1, R).to(tl.int32)
-    lo = tl.zeros([NPP], tl.int32) + lo0
-    hi = tl.zeros([NPP], tl.int32) + hi0
-    lo_val = tl.zeros([NPP], tl.int64) + tl.load(crow_ptr + lo0)
-    hi_val = tl.zeros([NPP], tl.int64) + tl.load(crow_ptr + hi0)
-    for _ in range(_ceil_log2(hi0 - lo0)):
-        mid = (lo + hi) >> 1
-        c = tl.load(crow_ptr + mid)
-        right = c <= kk
-        lo = tl.where(right, mid, lo)
-        lo_val = tl.where(right, c, lo_val)
-        hi = tl.where(right, hi, mid)
-        hi_val = tl.where(right, hi_val, c)
-    row = lo
-    row_start = lo_val
-    row_end = hi_val
-
-    # The products, exact in float64 (24-bit x 24-bit significands fit in 53 bits).
-    v = tl.load(val_ptr + k, mask=valid, other=0.0).to(tl.float64)
-    col = tl.load(col_ptr + k, mask=valid, other=0)
-    xv = tl.load(x_ptr + col * x_stride, mask=valid, other=0.0).to(tl.float64)
+    # The products. A full program (all but the last) loads without a mask: its loads are
+    # provably contiguous and aligned, so they vectorise (a mask k < nnz would not, nnz being
+    # any number). The products are exact in float64 (24-bit x 24-bit significands fit in 53).
+    if s + NPP <= nnz:
+        v = tl.load(val_ptr + k)
+        col = tl.load(col_ptr + k)
+        xv = tl.load(x_ptr + col * x_stride)
+    else:
+        valid = k < nnz
+        v = tl.load(val_ptr + k, mask=valid, other=0.0)
+        col = tl.load(col_ptr + k, mask=valid, other=0)
+        xv = tl.load(x_ptr + col * x_stride, mask=valid, other=0.0)
     # Segmented sum: a row's part in this program is prefix[its last lane] - prefix[the lane
     # before its first]. The prefix is float64: a difference of two prefixes keeps an error of
     # ~1e-16 of the block's summed magnitude, not of the row's (in float32 it would be ~1e-7 of
     # the whole block's, far above a short row's tolerance).
-    prefix = tl.cumsum(v * xv, 0)
-    first_lane = row_start - s  # < 0 for a row that began in an earlier program
-    before = tl.gather(prefix, tl.maximum(first_lane - 1, 0).to(tl.int32), 0)
-    seg = (prefix - tl.where(first_lane > 0, before, 0.0)).to(tl.float32)
+    prefix = tl.cumsum(v.to(tl.float64) * xv.to(tl.float64), 0)
 
-    # At the last nonzero of a row, seg is the row's sum within this program.
-    last = valid & (k + 1 == row_end)
-    tl.store(y_ptr + row, seg.to(y_ptr.dtype.element_ty), mask=last & (row_start >= s))
-    # Crossing rows: the part of a row that began in an earlier program (it ends here), and the
-    # part of the row that goes on into the next program. Both go to the row's slot: the first
-    # boundary it crosses.
-    head = last & (row_start < s)
-    tail = (k == e - 1) & (row_end > e)
-    slot = row_start // NPP + 1
-    tl.atomic_add(cross_ptr + slot, seg, mask=head | tail, sem="relaxed")
+    # The rows: first[p] .. first[p + 1] - 1 start in this program (it owns them: empty rows
+    # too, so nothing else need write them); the row before them began in an earlier program
+    # and may go on into this one. Each row is a range of lanes, read off the row pointers: no
+    # search per nonzero.
+    r_lo = tl.load(first_ptr + p) - (p > 0).to(tl.int64)
+    r_hi = tl.load(first_ptr + p + 1)
+    for r0 in range(r_lo, r_hi, RB):
+        rows = r0 + tl.arange(0, RB)
+        inside = rows < r_hi
+        start = tl.load(crow_ptr + rows, mask=inside, other=0)
+        end = tl.load(crow_ptr + rows + 1, mask=inside, other=0)
+        a = tl.minimum(tl.maximum(start - s, 0), NPP)  # the row's lanes here: [a, b)
+        b = tl.minimum(tl.maximum(end - s, 0), NPP)
+        upto = tl.gather(prefix, tl.maximum(b - 1, 0).to(tl.int32), 0)
+        before = tl.gather(prefix, tl.maximum(a - 1, 0).to(tl.int32), 0)
+        seg = tl.where(b > a, upto - tl.where(a > 0, before, 0.0), 0.0).to(tl.float32)
+        # A row that starts and ends here is complete: store it (0 for an empty row).
+        whole = inside & (start >= s) & (end <= e)
+        tl.store(y_ptr + rows, seg.to(y_ptr.dtype.element_ty), mask=whole)
+        # A row that crosses a boundary (began earlier and reaches into this program, or goes on
+        # past e) gets parts from several programs: each adds its part, in float32, to the row's
+        # slot, the index of the program where the row starts.
+        crossing = inside & (((start < s) & (end > s)) | ((start >= s) & (end > e)))
+        slot = start // NPP
+        tl.atomic_add(cross_ptr + slot, seg, mask=crossing, sem="relaxed")
+        if FUSED:
+            # The last program to add its part stores the row: the counter's acq_rel makes the
+            # other programs' adds (released by their own counter increments) visible here.
+            parts = (end - 1) // NPP - slot + 1
+            arrived = tl.atomic_add(count_ptr + slot, 1, mask=crossing, sem="acq_rel")
+            last = crossing & (arrived == parts - 1)
+            total = tl.atomic_add(cross_ptr + slot, 0.0, mask=last, sem="acq_rel")
+            tl.store(y_ptr + rows, total.to(y_ptr.dtype.element_ty), mask=last)
 
 
 @triton.jit
-def spmv_fixup_kernel(crow_ptr, bound_ptr, cross_ptr, y_ptr, P,
+def spmv_fixup_kernel(crow_ptr, first_ptr, cross_ptr, y_ptr, P,
                       NPP: tl.constexpr, FB: tl.constexpr):
-    # Boundary q crosses row bound[q] if that row began before q * NPP; the row's slot is its
-    # first crossing, the one whose row began in program q - 1.
+    # Boundary q (1 <= q < P): the row before first[q] crosses it if it goes on past q * NPP;
+    # its slot is q - 1 if it starts in program q - 1 (else an earlier boundary handles it).
     q = tl.program_id(0) * FB + tl.arange(0, FB)
     inside = (q >= 1) & (q < P)
-    row = tl.load(bound_ptr + q, mask=inside, other=0)
+    row = tl.load(first_ptr + q, mask=inside, other=1) - 1
     start = tl.load(crow_ptr + row, mask=inside, other=0)
-    first = inside & (start < q.to(tl.int64) * NPP) & (start >= (q - 1).to(tl.int64) * NPP)
-    total = tl.load(cross_ptr + q, mask=first, other=0.0)
-    tl.store(y_ptr + row, total.to(y_ptr.dtype.element_ty), mask=first)
+    end = tl.load(crow_ptr + row + 1, mask=inside, other=0)
+    mine = inside & (start >= (q - 1).to(tl.int64) * NPP) & (end > q.to(tl.int64) * NPP)
+    total = tl.load(cross_ptr + q - 1, mask=mine, other=0.0)
+    tl.store(y_ptr + row, total.to(y_ptr.dtype.element_ty), mask=mine)
 
 
-def _partition(crow_indices, R, nnz, npp):
-    """bound (int64, P + 1): bound[p] is the row of program p's first nonzero, bound[P] = R."""
+def _partition(crow_indices, R, nnz, npp, first_row=False, zero=None):
+    """bound (int64, P + 1) as partition_kernel defines it; zero: tensors to zero (P entries)."""
     P = max(1, triton.cdiv(nnz, npp))
     bound = torch.empty(P + 1, dtype=torch.int64, device=crow_indices.device)
     steps, width = 0, R
@@ -193,26 +217,33 @@ def _partition(crow_indices, R, nnz, npp):
         width = -(-width // PART_K)
         steps += 1
     grid = (triton.cdiv(P + 1, PART_BLOCK),)
-    partition_kernel[grid](crow_indices, bound, R, P, steps,
-                           NPP=npp, FB=PART_BLOCK, K=PART_K, num_warps=4)
+    z0, z1 = zero if zero is not None else (bound, bound)
+    partition_kernel[grid](crow_indices, bound, z0, z1, R, P, steps,
+                           NPP=npp, FB=PART_BLOCK, K=PART_K, FIRST_ROW=first_row,
+                           ZERO=zero is not None, num_warps=4)
     return bound, P
 
 
 def spmv(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor,
-         x: torch.Tensor) -> torch.Tensor:
+         x: torch.Tensor, config: dict | None = None) -> torch.Tensor:
+    cfg = config or SPMV_CONFIG[values.dtype]
+    npp = cfg["npp"]
     R = crow_indices.shape[0] - 1
     nnz = values.shape[0]
-    # Zero-filled: empty rows are never the end of a segment, so nothing else writes them.
-    y = torch.zeros(R, dtype=values.dtype, device=values.device)
-    if R == 0:
-        return y
-    bound, P = _partition(crow_indices, R, nnz, SPMV_NPP)
-    cross = torch.zeros(P + 1, dtype=torch.float32, device=values.device)
-    spmv_kernel[(P,)](crow_indices, col_indices, values, x, y, bound, cross,
-                      nnz, R, x.stride(0), NPP=SPMV_NPP, num_warps=SPMV_WARPS, num_stages=1)
-    if P > 1:
+    if R == 0 or nnz == 0:
+        return torch.zeros(R, dtype=values.dtype, device=values.device)
+    # Not zero-filled: every row is stored by the program where it starts, or by the fix-up.
+    y = torch.empty(R, dtype=values.dtype, device=values.device)
+    P = triton.cdiv(nnz, npp)
+    cross = torch.empty(P, dtype=torch.float32, device=values.device)
+    count = torch.empty(P, dtype=torch.int32, device=values.device)
+    first, P = _partition(crow_indices, R, nnz, npp, first_row=True, zero=(cross, count))
+    spmv_kernel[(P,)](crow_indices, col_indices, values, x, y, first, cross, count,
+                      nnz, x.stride(0), NPP=npp, RB=cfg["rows"], FUSED=cfg["fused"],
+                      num_warps=cfg["warps"], num_stages=1)
+    if P > 1 and not cfg["fused"]:
         spmv_fixup_kernel[(triton.cdiv(P, FIXUP_BLOCK),)](
-            crow_indices, bound, cross, y, P, NPP=SPMV_NPP, FB=FIXUP_BLOCK, num_warps=4)
+            crow_indices, first, cross, y, P, NPP=npp, FB=FIXUP_BLOCK, num_warps=4)
     return y
 
 
