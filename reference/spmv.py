@@ -78,9 +78,11 @@ PART_K = 16
 #   warps   num_warps of the main kernel.
 #   fused   True: the crossing rows are finished by the last program to add its part (a counter
 #           per slot), no fix-up kernel; False: a third small kernel copies the slots into y.
+#   evict   eviction policy of the values and column indices ("" or "evict_first": read once, so
+#           they need not push x, which every program gathers from, out of the L2).
 SPMV_CONFIG = {
-    torch.float32: {"npp": 1024, "rows": 512, "warps": 8, "fused": False},
-    torch.float16: {"npp": 1024, "rows": 512, "warps": 8, "fused": False},
+    torch.float32: {"npp": 1024, "rows": 512, "warps": 8, "fused": False, "evict": ""},
+    torch.float16: {"npp": 1024, "rows": 512, "warps": 8, "fused": False, "evict": ""},
 }
 FIXUP_BLOCK = 256
 
@@ -134,23 +136,35 @@ def partition_kernel(crow_ptr, bound_ptr, zero_ptr, zero_cnt_ptr, R, P, steps,
 
 @triton.jit
 def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, first_ptr, cross_ptr, count_ptr,
-                nnz, x_stride, NPP: tl.constexpr, RB: tl.constexpr, FUSED: tl.constexpr):
+                nnz, x_stride, NPP: tl.constexpr, RB: tl.constexpr, FUSED: tl.constexpr,
+                EVICT: tl.constexpr):
     p = tl.program_id(0)
     s = p.to(tl.int64) * NPP
     e = tl.minimum(s + NPP, nnz)
     k = s + tl.arange(0, NPP)
 
+    # The rows: first[p] .. first[p + 1] - 1 start in this program (it owns them: empty rows
+    # too, so nothing else need write them); the row before them began in an earlier program
+    # and may go on into this one. Each row is a range of lanes, read off the row pointers: no
+    # search per nonzero. Their pointers are loaded first, so that all of the program's loads
+    # are in flight at once (the row walk below loads the next RB rows' while it sums these).
+    r_lo = tl.load(first_ptr + p) - (p > 0).to(tl.int64)
+    r_hi = tl.load(first_ptr + p + 1)
+    rows = r_lo + tl.arange(0, RB)
+    start = tl.load(crow_ptr + rows, mask=rows < r_hi, other=0)
+    end = tl.load(crow_ptr + rows + 1, mask=rows < r_hi, other=0)
+
     # The products. A full program (all but the last) loads without a mask: its loads are
     # provably contiguous and aligned, so they vectorise (a mask k < nnz would not, nnz being
     # any number). The products are exact in float64 (24-bit x 24-bit significands fit in 53).
     if s + NPP <= nnz:
-        v = tl.load(val_ptr + k)
-        col = tl.load(col_ptr + k)
+        v = tl.load(val_ptr + k, eviction_policy=EVICT)
+        col = tl.load(col_ptr + k, eviction_policy=EVICT)
         xv = tl.load(x_ptr + col * x_stride)
     else:
         valid = k < nnz
-        v = tl.load(val_ptr + k, mask=valid, other=0.0)
-        col = tl.load(col_ptr + k, mask=valid, other=0)
+        v = tl.load(val_ptr + k, mask=valid, other=0.0, eviction_policy=EVICT)
+        col = tl.load(col_ptr + k, mask=valid, other=0, eviction_policy=EVICT)
         xv = tl.load(x_ptr + col * x_stride, mask=valid, other=0.0)
     # Segmented sum: a row's part in this program is prefix[its last lane] - prefix[the lane
     # before its first]. The prefix is float64: a difference of two prefixes keeps an error of
@@ -158,17 +172,8 @@ def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, first_ptr, cross_ptr, 
     # the whole block's, far above a short row's tolerance).
     prefix = tl.cumsum(v.to(tl.float64) * xv.to(tl.float64), 0)
 
-    # The rows: first[p] .. first[p + 1] - 1 start in this program (it owns them: empty rows
-    # too, so nothing else need write them); the row before them began in an earlier program
-    # and may go on into this one. Each row is a range of lanes, read off the row pointers: no
-    # search per nonzero.
-    r_lo = tl.load(first_ptr + p) - (p > 0).to(tl.int64)
-    r_hi = tl.load(first_ptr + p + 1)
     for r0 in range(r_lo, r_hi, RB):
-        rows = r0 + tl.arange(0, RB)
         inside = rows < r_hi
-        start = tl.load(crow_ptr + rows, mask=inside, other=0)
-        end = tl.load(crow_ptr + rows + 1, mask=inside, other=0)
         a = tl.minimum(tl.maximum(start - s, 0), NPP)  # the row's lanes here: [a, b)
         b = tl.minimum(tl.maximum(end - s, 0), NPP)
         upto = tl.gather(prefix, tl.maximum(b - 1, 0).to(tl.int32), 0)
@@ -191,6 +196,10 @@ def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, first_ptr, cross_ptr, 
             last = crossing & (arrived == parts - 1)
             total = tl.atomic_add(cross_ptr + slot, 0.0, mask=last, sem="acq_rel")
             tl.store(y_ptr + rows, total.to(y_ptr.dtype.element_ty), mask=last)
+        # The next RB rows (a program of short rows or many empty ones has more than RB).
+        rows += RB
+        start = tl.load(crow_ptr + rows, mask=rows < r_hi, other=0)
+        end = tl.load(crow_ptr + rows + 1, mask=rows < r_hi, other=0)
 
 
 @triton.jit
@@ -226,20 +235,20 @@ def _partition(crow_indices, R, nnz, npp, first_row=False, zero=None):
 
 def spmv(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor,
          x: torch.Tensor, config: dict | None = None) -> torch.Tensor:
-    cfg = config or SPMV_CONFIG[values.dtype]
+    cfg = {**SPMV_CONFIG[values.dtype], **(config or {})}
     npp = cfg["npp"]
     R = crow_indices.shape[0] - 1
     nnz = values.shape[0]
-    if R == 0 or nnz == 0:
-        return torch.zeros(R, dtype=values.dtype, device=values.device)
     # Not zero-filled: every row is stored by the program where it starts, or by the fix-up.
+    # (With nnz = 0 the one program owns every row, and stores zeros.)
     y = torch.empty(R, dtype=values.dtype, device=values.device)
-    P = triton.cdiv(nnz, npp)
+    P = max(1, triton.cdiv(nnz, npp))
     cross = torch.empty(P, dtype=torch.float32, device=values.device)
     count = torch.empty(P, dtype=torch.int32, device=values.device)
     first, P = _partition(crow_indices, R, nnz, npp, first_row=True, zero=(cross, count))
     spmv_kernel[(P,)](crow_indices, col_indices, values, x, y, first, cross, count,
                       nnz, x.stride(0), NPP=npp, RB=cfg["rows"], FUSED=cfg["fused"],
+                      EVICT=cfg["evict"],
                       num_warps=cfg["warps"], num_stages=1)
     if P > 1 and not cfg["fused"]:
         spmv_fixup_kernel[(triton.cdiv(P, FIXUP_BLOCK),)](
