@@ -86,12 +86,30 @@ SPMV_CONFIG = {
 }
 FIXUP_BLOCK = 256
 
-# spmm: nonzeros per program, then per dtype the rows per window (RB: the dot's M) and the
-# nonzeros per tl.dot (its K). The 0/1 matrix costs RB multiply-adds on the tensor cores per
-# useful product: cheap in float16; float32 pays two tf32 dots, so it takes smaller windows.
-SPMM_NPP = 512
-SPMM_TILES = {torch.float16: (32, 64), torch.float32: (16, 32)}
-SPMM_MAX_BN = 64
+# spmm, per dtype and row length (long: nnz / R >= SPMM_LONG_ROWS, the mean row):
+#   npp     nonzeros per program.
+#   rows    False: the program's rows are walked in windows of `rb` rows, and each window's
+#           nonzeros in chunks of `block`: a segmented sum on the tensor cores (a 0/1 matrix times
+#           the gathered rows of b). The 0/1 matrix costs rb multiply-adds per useful product:
+#           cheap in float16; float32 pays two tf32 dots, so it takes smaller windows.
+#           True: one row at a time, its nonzeros in chunks of `block`, summed on the CUDA cores
+#           (tl.sum of values * b rows): no wasted work, but one row per step, so only for long
+#           rows (a row of 3 would leave most of a chunk empty).
+#   max_bn  columns of b per program (a power of two, >= 16 for tl.dot); N / max_bn programs
+#           share each chunk of nonzeros.
+#   warps, stages  num_warps and num_stages of the main kernel (stages > 1: Triton pipelines the
+#           chunk loop, the next chunks' gathers in flight while this one is summed).
+SPMM_LONG_ROWS = 16
+SPMM_CONFIG = {
+    (torch.float16, False): {"npp": 512, "rows": False, "rb": 32, "block": 64, "max_bn": 64,
+                             "warps": 4, "stages": 1},
+    (torch.float32, False): {"npp": 512, "rows": False, "rb": 16, "block": 32, "max_bn": 64,
+                             "warps": 4, "stages": 1},
+    (torch.float16, True): {"npp": 512, "rows": False, "rb": 32, "block": 64, "max_bn": 64,
+                            "warps": 4, "stages": 1},
+    (torch.float32, True): {"npp": 512, "rows": False, "rb": 16, "block": 32, "max_bn": 64,
+                            "warps": 4, "stages": 1},
+}
 SPMM_FIXUP_BLOCK = 16
 
 
@@ -268,7 +286,7 @@ def _tf32_high(x):
 def spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, bound_ptr, cross_ptr,
                 nnz, R, N, stride_bk, stride_bn, n_tiles,
                 NPP: tl.constexpr, RB: tl.constexpr, BLOCK: tl.constexpr, BN: tl.constexpr,
-                SPLIT_FP32: tl.constexpr):
+                SPLIT_FP32: tl.constexpr, ROWS: tl.constexpr):
     pid = tl.program_id(0)
     p = pid // n_tiles  # the column tiles of one chunk of nonzeros run side by side
     nt = pid % n_tiles
@@ -282,47 +300,70 @@ def spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, bound_ptr, cross_ptr
 
     cols = nt * BN + tl.arange(0, BN)
     col_ok = cols < N
-    j = tl.arange(0, RB)
     lane = tl.arange(0, BLOCK)
-    for wr in range(own_lo, touch_hi, RB):
-        rows = wr + j
-        row_ok = rows < R
-        starts = tl.load(crow_ptr + rows, mask=row_ok, other=0)
-        ends = tl.load(crow_ptr + rows + 1, mask=row_ok, other=0x7FFFFFFFFFFFFFFF)
-        c0 = tl.maximum(tl.load(crow_ptr + wr), s)
-        c1 = tl.minimum(tl.load(crow_ptr + tl.minimum(wr + RB, R)), e)
-        acc = tl.zeros([RB, BN], tl.float32)
-        for k0 in range(c0, c1, BLOCK):
-            k = k0 + lane
-            kmask = k < c1
-            v = tl.load(val_ptr + k, mask=kmask, other=0.0)
-            col = tl.load(col_ptr + k, mask=kmask, other=0)
-            bg = tl.load(b_ptr + col[:, None] * stride_bk + cols[None, :] * stride_bn,
-                         mask=kmask[:, None] & col_ok[None, :], other=0.0)
-            # Row of each nonzero within the window: how many of the window's rows end at or
-            # before it. onehot[j, i]: nonzero i is in row j.
-            local = tl.sum((ends[None, :] <= k[:, None]).to(tl.int32), axis=1)
-            onehot = local[None, :] == j[:, None]
-            if SPLIT_FP32:
-                prod = v.to(tl.float32)[:, None] * bg
-                high = _tf32_high(prod)
-                sel = onehot.to(tl.float32)
-                acc = tl.dot(sel, high, acc, input_precision="tf32")
-                acc = tl.dot(sel, prod - high, acc, input_precision="tf32")
-            else:
-                # float16: the values go in the 0/1 matrix (exact), products and sums in float32.
-                a = tl.where(onehot, v[None, :], 0.0).to(bg.dtype)
-                acc = tl.dot(a, bg, acc)
-        # Whole rows (and empty ones) are stored; crossing rows add their part to their slot.
-        own = (rows >= own_lo) & (rows < own_hi) & (starts >= s)
-        out_offs = rows.to(tl.int64)[:, None] * N + cols[None, :]
-        tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty),
-                 mask=own[:, None] & col_ok[None, :])
-        head = (rows == own_lo) & (starts < s) & (rows < own_hi)
-        tail = (rows == own_hi) & row_ok & (starts < e)
-        slot = starts // NPP + 1
-        tl.atomic_add(cross_ptr + slot[:, None] * N + cols[None, :], acc,
-                      mask=(head | tail)[:, None] & col_ok[None, :], sem="relaxed")
+    if ROWS:
+        # One row at a time: its nonzeros here, [max(start, s), min(end, e)), in chunks.
+        for r in range(own_lo, touch_hi):
+            start = tl.load(crow_ptr + r)
+            end = tl.load(crow_ptr + r + 1)
+            c1 = tl.minimum(end, e)
+            acc = tl.zeros([BN], tl.float32)
+            for k0 in range(tl.maximum(start, s), c1, BLOCK):
+                k = k0 + lane
+                kmask = k < c1
+                v = tl.load(val_ptr + k, mask=kmask, other=0.0)
+                col = tl.load(col_ptr + k, mask=kmask, other=0)
+                bg = tl.load(b_ptr + col[:, None] * stride_bk + cols[None, :] * stride_bn,
+                             mask=kmask[:, None] & col_ok[None, :], other=0.0)
+                acc += tl.sum(v.to(tl.float32)[:, None] * bg.to(tl.float32), axis=0)
+            out_offs = r * N + cols  # r is int64 (the row bounds are)
+            if (r >= own_lo) & (r < own_hi) & (start >= s):
+                tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=col_ok)
+            elif start < e:  # crossing: a part, into the slot of the first boundary it crosses
+                slot = start // NPP + 1
+                tl.atomic_add(cross_ptr + slot * N + cols, acc, mask=col_ok, sem="relaxed")
+    else:
+        j = tl.arange(0, RB)
+        for wr in range(own_lo, touch_hi, RB):
+            rows = wr + j
+            row_ok = rows < R
+            starts = tl.load(crow_ptr + rows, mask=row_ok, other=0)
+            ends = tl.load(crow_ptr + rows + 1, mask=row_ok, other=0x7FFFFFFFFFFFFFFF)
+            c0 = tl.maximum(tl.load(crow_ptr + wr), s)
+            c1 = tl.minimum(tl.load(crow_ptr + tl.minimum(wr + RB, R)), e)
+            acc = tl.zeros([RB, BN], tl.float32)
+            for k0 in range(c0, c1, BLOCK):
+                k = k0 + lane
+                kmask = k < c1
+                v = tl.load(val_ptr + k, mask=kmask, other=0.0)
+                col = tl.load(col_ptr + k, mask=kmask, other=0)
+                bg = tl.load(b_ptr + col[:, None] * stride_bk + cols[None, :] * stride_bn,
+                             mask=kmask[:, None] & col_ok[None, :], other=0.0)
+                # Row of each nonzero within the window: how many of the window's rows end at
+                # or before it. onehot[j, i]: nonzero i is in row j.
+                local = tl.sum((ends[None, :] <= k[:, None]).to(tl.int32), axis=1)
+                onehot = local[None, :] == j[:, None]
+                if SPLIT_FP32:
+                    prod = v.to(tl.float32)[:, None] * bg
+                    high = _tf32_high(prod)
+                    sel = onehot.to(tl.float32)
+                    acc = tl.dot(sel, high, acc, input_precision="tf32")
+                    acc = tl.dot(sel, prod - high, acc, input_precision="tf32")
+                else:
+                    # float16: the values go in the 0/1 matrix (exact), products and sums in
+                    # float32.
+                    a = tl.where(onehot, v[None, :], 0.0).to(bg.dtype)
+                    acc = tl.dot(a, bg, acc)
+            # Whole rows (and empty ones) are stored; crossing rows add their part to their slot.
+            own = (rows >= own_lo) & (rows < own_hi) & (starts >= s)
+            out_offs = rows.to(tl.int64)[:, None] * N + cols[None, :]
+            tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty),
+                     mask=own[:, None] & col_ok[None, :])
+            head = (rows == own_lo) & (starts < s) & (rows < own_hi)
+            tail = (rows == own_hi) & row_ok & (starts < e)
+            slot = starts // NPP + 1
+            tl.atomic_add(cross_ptr + slot[:, None] * N + cols[None, :], acc,
+                          mask=(head | tail)[:, None] & col_ok[None, :], sem="relaxed")
 
 
 @triton.jit
@@ -341,26 +382,29 @@ def spmm_fixup_kernel(crow_ptr, bound_ptr, cross_ptr, out_ptr, P, N,
 
 
 def spmm(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor,
-         b: torch.Tensor) -> torch.Tensor:
+         b: torch.Tensor, config: dict | None = None) -> torch.Tensor:
     R = crow_indices.shape[0] - 1
     nnz = values.shape[0]
     N = b.shape[1]
+    long_rows = R > 0 and nnz >= SPMM_LONG_ROWS * R
+    cfg = {**SPMM_CONFIG[(values.dtype, long_rows)], **(config or {})}
+    npp = cfg["npp"]
     # Not zero-filled: every row is written once, by the program that owns it or by the fix-up.
     out = torch.empty((R, N), dtype=values.dtype, device=values.device)
     if R == 0 or N == 0:
         return out
-    bound, P = _partition(crow_indices, R, nnz, SPMM_NPP)
+    bound, P = _partition(crow_indices, R, nnz, npp)
     cross = torch.zeros((P + 1, N), dtype=torch.float32, device=values.device)
-    bn = min(max(triton.next_power_of_2(N), 16), SPMM_MAX_BN)  # tl.dot needs >= 16 columns
+    bn = min(max(triton.next_power_of_2(N), 16), cfg["max_bn"])  # tl.dot needs >= 16 columns
     n_tiles = triton.cdiv(N, bn)
-    rb, block = SPMM_TILES[values.dtype]
     spmm_kernel[(P * n_tiles,)](
         crow_indices, col_indices, values, b, out, bound, cross,
         nnz, R, N, b.stride(0), b.stride(1), n_tiles,
-        NPP=SPMM_NPP, RB=rb, BLOCK=block, BN=bn,
-        SPLIT_FP32=values.dtype == torch.float32, num_warps=4, num_stages=1)
+        NPP=npp, RB=cfg["rb"], BLOCK=cfg["block"], BN=bn,
+        SPLIT_FP32=values.dtype == torch.float32, ROWS=cfg["rows"],
+        num_warps=cfg["warps"], num_stages=cfg["stages"])
     if P > 1:
         spmm_fixup_kernel[(triton.cdiv(P, SPMM_FIXUP_BLOCK), n_tiles)](
             crow_indices, bound, cross, out, P, N,
-            NPP=SPMM_NPP, FB=SPMM_FIXUP_BLOCK, BN=bn, num_warps=4)
+            NPP=npp, FB=SPMM_FIXUP_BLOCK, BN=bn, num_warps=4)
     return out
