@@ -80,36 +80,49 @@ PART_K = 16
 #           per slot), no fix-up kernel; False: a third small kernel copies the slots into y.
 #   evict   eviction policy of the values and column indices ("" or "evict_first": read once, so
 #           they need not push x, which every program gathers from, out of the L2).
+#   early   True: the values and column indices are loaded before the row pointers (whose
+#           addresses wait on a load of first[p]), so that they do not wait behind it.
 SPMV_CONFIG = {
-    torch.float32: {"npp": 1024, "rows": 512, "warps": 8, "fused": False, "evict": ""},
-    torch.float16: {"npp": 1024, "rows": 512, "warps": 8, "fused": False, "evict": ""},
+    torch.float32: {"npp": 1024, "rows": 512, "warps": 8, "fused": False, "evict": "",
+                    "early": False},
+    torch.float16: {"npp": 1024, "rows": 512, "warps": 8, "fused": False, "evict": "",
+                    "early": False},
 }
 FIXUP_BLOCK = 256
 
 # spmm, per dtype and row length (long: nnz / R >= SPMM_LONG_ROWS, the mean row):
 #   npp     nonzeros per program.
-#   rows    False: the program's rows are walked in windows of `rb` rows, and each window's
+#   mode    how a program sums its rows (each is a segmented sum; they differ in the waste):
+#           "dot": the program's rows are walked in windows of `rb` rows, and each window's
 #           nonzeros in chunks of `block`: a segmented sum on the tensor cores (a 0/1 matrix times
 #           the gathered rows of b). The 0/1 matrix costs rb multiply-adds per useful product:
-#           cheap in float16; float32 pays two tf32 dots, so it takes smaller windows.
-#           True: one row at a time, its nonzeros in chunks of `block`, summed on the CUDA cores
+#           cheap in float16; float32 pays two tf32 dots, so it takes smaller windows. Good on
+#           short rows (a power law), where a chunk spans many rows.
+#           "row": one row at a time, its nonzeros in chunks of `block`, summed on the CUDA cores
 #           (tl.sum of values * b rows): no wasted work, but one row per step, so only for long
 #           rows (a row of 3 would leave most of a chunk empty).
+#           "ell": windows of `rb` rows, and step t takes the t-th nonzero of every row of the
+#           window at once (as if the window were stored ELLPACK-style): acc[rb, bn] += v[:, None]
+#           * b[col, :], plain float32 multiply-adds with no reduction and no 0/1 matrix, `rb`
+#           gathered rows of b in flight per step. A window takes as many steps as its longest
+#           row (cut to the program's nonzeros), so it is for rows of similar length (a banded,
+#           PDE-like matrix), not for a power law. (`block` is unused.)
 #   max_bn  columns of b per program (a power of two, >= 16 for tl.dot); N / max_bn programs
 #           share each chunk of nonzeros.
 #   warps, stages  num_warps and num_stages of the main kernel (stages > 1: Triton pipelines the
 #           chunk loop, the next chunks' gathers in flight while this one is summed).
 SPMM_LONG_ROWS = 16
 SPMM_CONFIG = {
-    (torch.float16, False): {"npp": 512, "rows": False, "rb": 32, "block": 64, "max_bn": 64,
+    (torch.float16, False): {"npp": 512, "mode": "dot", "rb": 32, "block": 64, "max_bn": 64,
                              "warps": 4, "stages": 1},
-    (torch.float32, False): {"npp": 512, "rows": False, "rb": 16, "block": 32, "max_bn": 64,
+    (torch.float32, False): {"npp": 512, "mode": "dot", "rb": 16, "block": 32, "max_bn": 64,
                              "warps": 4, "stages": 1},
-    (torch.float16, True): {"npp": 512, "rows": False, "rb": 32, "block": 64, "max_bn": 64,
+    (torch.float16, True): {"npp": 512, "mode": "dot", "rb": 32, "block": 64, "max_bn": 64,
                             "warps": 4, "stages": 1},
-    (torch.float32, True): {"npp": 512, "rows": False, "rb": 16, "block": 32, "max_bn": 64,
+    (torch.float32, True): {"npp": 512, "mode": "dot", "rb": 16, "block": 32, "max_bn": 64,
                             "warps": 4, "stages": 1},
 }
+SPMM_MODES = {"dot": 0, "row": 1, "ell": 2}
 SPMM_FIXUP_BLOCK = 16
 
 
@@ -153,9 +166,21 @@ def partition_kernel(crow_ptr, bound_ptr, zero_ptr, zero_cnt_ptr, R, P, steps,
 
 
 @triton.jit
+def _load_nonzeros(val_ptr, col_ptr, k, s, nnz, NPP: tl.constexpr, EVICT: tl.constexpr):
+    if s + NPP <= nnz:
+        v = tl.load(val_ptr + k, eviction_policy=EVICT)
+        col = tl.load(col_ptr + k, eviction_policy=EVICT)
+    else:
+        valid = k < nnz
+        v = tl.load(val_ptr + k, mask=valid, other=0.0, eviction_policy=EVICT)
+        col = tl.load(col_ptr + k, mask=valid, other=0, eviction_policy=EVICT)
+    return v, col
+
+
+@triton.jit
 def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, first_ptr, cross_ptr, count_ptr,
                 nnz, x_stride, NPP: tl.constexpr, RB: tl.constexpr, FUSED: tl.constexpr,
-                EVICT: tl.constexpr):
+                EVICT: tl.constexpr, EARLY: tl.constexpr):
     p = tl.program_id(0)
     s = p.to(tl.int64) * NPP
     e = tl.minimum(s + NPP, nnz)
@@ -164,30 +189,29 @@ def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, first_ptr, cross_ptr, 
     # The rows: first[p] .. first[p + 1] - 1 start in this program (it owns them: empty rows
     # too, so nothing else need write them); the row before them began in an earlier program
     # and may go on into this one. Each row is a range of lanes, read off the row pointers: no
-    # search per nonzero. Their pointers are loaded first, so that all of the program's loads
-    # are in flight at once (the row walk below loads the next RB rows' while it sums these).
+    # search per nonzero. All of the program's loads are issued before any of its arithmetic,
+    # so they are in flight at once (the row walk below loads the next RB rows' while it sums
+    # these). The row pointers' addresses wait on a load of first[p], and a warp issues in
+    # order (a load whose address is not back stalls every later instruction): EARLY issues the
+    # values and column indices before that wait, so only the x gather waits behind it.
+    # A full program (all but the last) loads without a mask: its loads are provably contiguous
+    # and aligned, so they vectorise (a mask k < nnz would not, nnz being any number).
+    if EARLY:
+        v, col = _load_nonzeros(val_ptr, col_ptr, k, s, nnz, NPP, EVICT)
     r_lo = tl.load(first_ptr + p) - (p > 0).to(tl.int64)
     r_hi = tl.load(first_ptr + p + 1)
     rows = r_lo + tl.arange(0, RB)
     start = tl.load(crow_ptr + rows, mask=rows < r_hi, other=0)
     end = tl.load(crow_ptr + rows + 1, mask=rows < r_hi, other=0)
-
-    # The products. A full program (all but the last) loads without a mask: its loads are
-    # provably contiguous and aligned, so they vectorise (a mask k < nnz would not, nnz being
-    # any number). The products are exact in float64 (24-bit x 24-bit significands fit in 53).
-    if s + NPP <= nnz:
-        v = tl.load(val_ptr + k, eviction_policy=EVICT)
-        col = tl.load(col_ptr + k, eviction_policy=EVICT)
-        xv = tl.load(x_ptr + col * x_stride)
-    else:
-        valid = k < nnz
-        v = tl.load(val_ptr + k, mask=valid, other=0.0, eviction_policy=EVICT)
-        col = tl.load(col_ptr + k, mask=valid, other=0, eviction_policy=EVICT)
-        xv = tl.load(x_ptr + col * x_stride, mask=valid, other=0.0)
+    if not EARLY:
+        v, col = _load_nonzeros(val_ptr, col_ptr, k, s, nnz, NPP, EVICT)
+    # A gather, never vectorised: its mask costs nothing.
+    xv = tl.load(x_ptr + col * x_stride, mask=k < nnz, other=0.0)
     # Segmented sum: a row's part in this program is prefix[its last lane] - prefix[the lane
     # before its first]. The prefix is float64: a difference of two prefixes keeps an error of
     # ~1e-16 of the block's summed magnitude, not of the row's (in float32 it would be ~1e-7 of
-    # the whole block's, far above a short row's tolerance).
+    # the whole block's, far above a short row's tolerance). The products are exact in float64
+    # (24-bit x 24-bit significands fit in 53).
     prefix = tl.cumsum(v.to(tl.float64) * xv.to(tl.float64), 0)
 
     for r0 in range(r_lo, r_hi, RB):
@@ -266,7 +290,7 @@ def spmv(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Te
     first, P = _partition(crow_indices, R, nnz, npp, first_row=True, zero=(cross, count))
     spmv_kernel[(P,)](crow_indices, col_indices, values, x, y, first, cross, count,
                       nnz, x.stride(0), NPP=npp, RB=cfg["rows"], FUSED=cfg["fused"],
-                      EVICT=cfg["evict"],
+                      EVICT=cfg["evict"], EARLY=cfg["early"],
                       num_warps=cfg["warps"], num_stages=1)
     if P > 1 and not cfg["fused"]:
         spmv_fixup_kernel[(triton.cdiv(P, FIXUP_BLOCK),)](
@@ -286,7 +310,7 @@ def _tf32_high(x):
 def spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, bound_ptr, cross_ptr,
                 nnz, R, N, stride_bk, stride_bn, n_tiles,
                 NPP: tl.constexpr, RB: tl.constexpr, BLOCK: tl.constexpr, BN: tl.constexpr,
-                SPLIT_FP32: tl.constexpr, ROWS: tl.constexpr):
+                SPLIT_FP32: tl.constexpr, MODE: tl.constexpr):
     pid = tl.program_id(0)
     p = pid // n_tiles  # the column tiles of one chunk of nonzeros run side by side
     nt = pid % n_tiles
@@ -301,7 +325,7 @@ def spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, bound_ptr, cross_ptr
     cols = nt * BN + tl.arange(0, BN)
     col_ok = cols < N
     lane = tl.arange(0, BLOCK)
-    if ROWS:
+    if MODE == 1:
         # One row at a time: its nonzeros here, [max(start, s), min(end, e)), in chunks.
         for r in range(own_lo, touch_hi):
             start = tl.load(crow_ptr + r)
@@ -322,6 +346,35 @@ def spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, bound_ptr, cross_ptr
             elif start < e:  # crossing: a part, into the slot of the first boundary it crosses
                 slot = start // NPP + 1
                 tl.atomic_add(cross_ptr + slot * N + cols, acc, mask=col_ok, sem="relaxed")
+    elif MODE == 2:
+        # Windows of RB rows; step t adds the t-th nonzero (within [s, e)) of every row.
+        j = tl.arange(0, RB)
+        for wr in range(own_lo, touch_hi, RB):
+            rows = wr + j
+            row_ok = rows < R
+            starts = tl.load(crow_ptr + rows, mask=row_ok, other=0)
+            ends = tl.load(crow_ptr + rows + 1, mask=row_ok, other=0)
+            lo = tl.maximum(starts, s)
+            hi = tl.minimum(ends, e)
+            steps = tl.max(hi - lo, axis=0)  # the window's longest row here
+            acc = tl.zeros([RB, BN], tl.float32)
+            for t in range(0, steps):
+                k = lo + t
+                kmask = k < hi
+                v = tl.load(val_ptr + k, mask=kmask, other=0.0)
+                col = tl.load(col_ptr + k, mask=kmask, other=0)
+                bg = tl.load(b_ptr + col[:, None] * stride_bk + cols[None, :] * stride_bn,
+                             mask=kmask[:, None] & col_ok[None, :], other=0.0)
+                acc += v.to(tl.float32)[:, None] * bg.to(tl.float32)
+            own = (rows >= own_lo) & (rows < own_hi) & (starts >= s)
+            out_offs = rows.to(tl.int64)[:, None] * N + cols[None, :]
+            tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty),
+                     mask=own[:, None] & col_ok[None, :])
+            head = (rows == own_lo) & (starts < s) & (rows < own_hi)
+            tail = (rows == own_hi) & row_ok & (starts < e)
+            slot = starts // NPP + 1
+            tl.atomic_add(cross_ptr + slot[:, None] * N + cols[None, :], acc,
+                          mask=(head | tail)[:, None] & col_ok[None, :], sem="relaxed")
     else:
         j = tl.arange(0, RB)
         for wr in range(own_lo, touch_hi, RB):
@@ -401,7 +454,7 @@ def spmm(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Te
         crow_indices, col_indices, values, b, out, bound, cross,
         nnz, R, N, b.stride(0), b.stride(1), n_tiles,
         NPP=npp, RB=cfg["rb"], BLOCK=cfg["block"], BN=bn,
-        SPLIT_FP32=values.dtype == torch.float32, ROWS=cfg["rows"],
+        SPLIT_FP32=values.dtype == torch.float32, MODE=SPMM_MODES[cfg["mode"]],
         num_warps=cfg["warps"], num_stages=cfg["stages"])
     if P > 1:
         spmm_fixup_kernel[(triton.cdiv(P, SPMM_FIXUP_BLOCK), n_tiles)](
