@@ -34,7 +34,10 @@ price is bookkeeping:
    and exact in its segments; it is as fast on a GPU, and very slow on the Triton interpreter.)
    spmm multiplies by a 0/1 matrix instead: with onehot[j, i] = 1 when nonzero i lies in row j
    of the window, the window's rows are onehot @ (values[:, None] * B[col, :]), one tl.dot on
-   the tensor cores.
+   the tensor cores. On rows of similar length (a banded matrix) there is a cheaper way, with
+   no segments at all: step t of a window adds the t-th nonzero of each of its rows into that
+   row's accumulator (SPMM_CONFIG's mode "ell"); a window takes as many steps as its longest
+   row, which on a power law would be a hub's length, so the table is keyed by row length.
 4. Rows that cross a program boundary get partial sums from two or more programs. Rows that lie
    wholly inside one program are stored directly; the partials of a crossing row are added, in
    float32, into one slot per crossing row (`cross[first boundary it crosses]`) with
