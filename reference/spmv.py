@@ -143,7 +143,17 @@ def partition_kernel(crow_ptr, bound_ptr, zero_ptr, zero_cnt_ptr, R, P, steps,
        rows' slots of the next kernel (no separate memset launch)."""
     q = tl.program_id(0) * FB + tl.arange(0, FB)
     target = q.to(tl.int64) * NPP
+    if FIRST_ROW:
+        # Target 0 has no row starting before it (crow[0] = 0 is not < 0): the invariant below
+        # would fail from the start, the count of left pivots would be 0 and lo would walk off
+        # the front of crow (reads up to R / (K - 1) entries before it: an illegal address on a
+        # GPU where crow begins its allocation). Its answer is row 0 (set below); search for
+        # target 1 instead, which keeps every probe inside crow.
+        target = tl.maximum(target, 1)
     # Invariant: crow[lo] <= target < crow[hi] (FIRST_ROW: crow[lo] < target <= crow[hi]).
+    # It holds at the start for every q < P (crow[0] = 0, crow[R] = nnz); lanes q >= P (whose
+    # answer is R) may break the right half, never the left: each step keeps 0 <= lo < hi <= R,
+    # so every probe lo + width * j / K (j < K) lies in [0, R - 1].
     lo = tl.zeros([FB], tl.int64)
     hi = tl.zeros([FB], tl.int64) + R
     j = tl.arange(0, K).to(tl.int64)
@@ -157,7 +167,9 @@ def partition_kernel(crow_ptr, bound_ptr, zero_ptr, zero_cnt_ptr, R, P, steps,
             left = c < target[:, None]
         else:
             left = c <= target[:, None]
-        cnt = tl.sum(left.to(tl.int64), axis=1)
+        # >= 1 by the invariant; the floor makes it so whatever crow holds (a malformed crow
+        # could otherwise send lo below 0, and the next probes outside crow).
+        cnt = tl.maximum(tl.sum(left.to(tl.int64), axis=1), 1)
         new_lo = lo + (width * (cnt - 1)) // K
         hi = tl.where(cnt == K, hi, lo + (width * cnt) // K)
         lo = new_lo
