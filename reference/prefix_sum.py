@@ -61,6 +61,8 @@ LOOKBACK_STORE_CACHE = ""
 # True: the look-back's flags live in memory kept between launches, tagged with an epoch, so a
 # launch needs no zeroing first (see _LookbackState). False: zeroed memory for every launch.
 REUSE_STATE = True
+# True: the look-back reads its predecessors' words with volatile loads instead of atomics.
+LOOKBACK_VOLATILE_READ = False
 
 # The look-back's flags (literals in the kernel): 0 = EMPTY, nothing published yet;
 # 1 = AGGREGATE, the tile's own sum; 2 = INCLUSIVE, the row's sum up to and including the tile.
@@ -110,7 +112,7 @@ def scan_lookback_kernel(
     x_ptr, out_ptr, state_ptr,
     N, x_row_stride, tiles_per_row, num_tiles, counter_ptr, ticket_base, epoch,
     TILE: tl.constexpr, WINDOW: tl.constexpr, IS_FLOAT: tl.constexpr,
-    LOAD_EVICT: tl.constexpr = "", STORE_CACHE: tl.constexpr = "",
+    LOAD_EVICT: tl.constexpr = "", STORE_CACHE: tl.constexpr = "", VOLATILE_READ: tl.constexpr = False,
 ):
     # The ticket, not the program id, says which tile this program scans: tickets are handed
     # out in the order programs start, so every earlier tile belongs to a running program. The
@@ -140,8 +142,11 @@ def scan_lookback_kernel(
         idx = end - WINDOW + tl.arange(0, WINDOW)
         in_row = idx >= 0
         # An atomic read (add 0): a plain load could be served stale from a cache.
-        word = tl.atomic_add(row_state + idx, tl.zeros([WINDOW], dtype=tl.int64), mask=in_row,
-                             sem="relaxed")
+        if VOLATILE_READ:
+            word = tl.load(row_state + idx, mask=in_row, other=0, volatile=True)
+        else:
+            word = tl.atomic_add(row_state + idx, tl.zeros([WINDOW], dtype=tl.int64), mask=in_row,
+                                 sem="relaxed")
         # A word left by an earlier launch (another epoch) means this launch's tile has not
         # published yet: EMPTY.
         flag = tl.where(in_row, _flag(word, epoch), 1)
@@ -248,7 +253,8 @@ def _scan_lookback(x: torch.Tensor, out: torch.Tensor) -> None:
     scan_lookback_kernel[(num_tiles,)](
         x, out, state, N, x.stride(0), tiles_per_row, num_tiles, counter, base, epoch,
         TILE=TILE, WINDOW=WINDOW, IS_FLOAT=x.dtype.is_floating_point,
-        LOAD_EVICT=LOOKBACK_LOAD_EVICT, STORE_CACHE=LOOKBACK_STORE_CACHE, num_warps=LOOKBACK_WARPS,
+        LOAD_EVICT=LOOKBACK_LOAD_EVICT, STORE_CACHE=LOOKBACK_STORE_CACHE,
+        VOLATILE_READ=LOOKBACK_VOLATILE_READ, num_warps=LOOKBACK_WARPS,
     )
 
 
