@@ -58,6 +58,11 @@ USE_LOOKBACK = True
 # needs to stay in the L2. "evict_first" on the load, ".cs" (streaming) on the store.
 LOOKBACK_LOAD_EVICT = ""
 LOOKBACK_STORE_CACHE = ""
+# True: the look-back's flags live in memory kept between launches, tagged with an epoch, so a
+# launch needs no zeroing first (see _LookbackState). False: zeroed memory for every launch.
+REUSE_STATE = True
+# True: the look-back reads its predecessors' words with volatile loads instead of atomics.
+LOOKBACK_VOLATILE_READ = False
 
 # The look-back's flags (literals in the kernel): 0 = EMPTY, nothing published yet;
 # 1 = AGGREGATE, the tile's own sum; 2 = INCLUSIVE, the row's sum up to and including the tile.
@@ -76,13 +81,21 @@ def scan_rows_kernel(x_ptr, out_ptr, M, N, x_row_stride, BLOCK_M: tl.constexpr, 
 
 
 @triton.jit
-def _pack(value, flag, IS_FLOAT: tl.constexpr):
-    # The value's 32 bits in the high half of an int64, the flag in the low half.
+def _pack(value, flag, epoch, IS_FLOAT: tl.constexpr):
+    # The value's 32 bits in the high half of an int64; the low half holds the launch's epoch
+    # (30 bits) and the flag (2 bits).
     if IS_FLOAT:
         bits = value.to(tl.int32, bitcast=True)
     else:
         bits = value
-    return (bits.to(tl.int64) << 32) | flag
+    return (bits.to(tl.int64) << 32) | (epoch.to(tl.int64) << 2) | flag
+
+
+@triton.jit
+def _flag(word, epoch):
+    # The flag of a word this launch wrote; 0 (EMPTY) for a word of an earlier launch.
+    mine = ((word >> 2) & 0x3FFFFFFF) == epoch
+    return tl.where(mine, word & 3, 0)
 
 
 @triton.jit
@@ -93,16 +106,18 @@ def _unpack_value(word, IS_FLOAT: tl.constexpr):
     return bits
 
 
-@triton.jit
+# The ticket base and the epoch change every launch: not specialized, so no launch recompiles.
+@triton.jit(do_not_specialize=["ticket_base", "epoch"])
 def scan_lookback_kernel(
     x_ptr, out_ptr, state_ptr,
-    N, x_row_stride, tiles_per_row, num_tiles,
+    N, x_row_stride, tiles_per_row, num_tiles, counter_ptr, ticket_base, epoch,
     TILE: tl.constexpr, WINDOW: tl.constexpr, IS_FLOAT: tl.constexpr,
-    LOAD_EVICT: tl.constexpr = "", STORE_CACHE: tl.constexpr = "",
+    LOAD_EVICT: tl.constexpr = "", STORE_CACHE: tl.constexpr = "", VOLATILE_READ: tl.constexpr = False,
 ):
     # The ticket, not the program id, says which tile this program scans: tickets are handed
-    # out in the order programs start, so every earlier tile belongs to a running program.
-    ticket = tl.atomic_add(state_ptr + num_tiles, 1)
+    # out in the order programs start, so every earlier tile belongs to a running program. The
+    # counter is never reset: this launch's tickets are those from ticket_base on.
+    ticket = tl.atomic_add(counter_ptr, 1) - ticket_base
     row = ticket // tiles_per_row
     k = ticket - row * tiles_per_row  # the tile's position in its row
     row_state = state_ptr + row * tiles_per_row
@@ -114,7 +129,7 @@ def scan_lookback_kernel(
     # 1. Publish this tile's sum before anything else: successors may be waiting for it. The
     #    first tile of a row has nothing before it: its sum is already its inclusive prefix.
     total = tl.sum(x, axis=0)
-    tl.atomic_xchg(row_state + k, _pack(total, tl.where(k == 0, 2, 1).to(tl.int64), IS_FLOAT),
+    tl.atomic_xchg(row_state + k, _pack(total, tl.where(k == 0, 2, 1), epoch, IS_FLOAT),
                    sem="relaxed")
 
     # 2. Look back, WINDOW predecessors at a time, newest first. From the newest INCLUSIVE in
@@ -127,9 +142,14 @@ def scan_lookback_kernel(
         idx = end - WINDOW + tl.arange(0, WINDOW)
         in_row = idx >= 0
         # An atomic read (add 0): a plain load could be served stale from a cache.
-        word = tl.atomic_add(row_state + idx, tl.zeros([WINDOW], dtype=tl.int64), mask=in_row,
-                             sem="relaxed")
-        flag = tl.where(in_row, word & 3, 1)
+        if VOLATILE_READ:
+            word = tl.load(row_state + idx, mask=in_row, other=0, volatile=True)
+        else:
+            word = tl.atomic_add(row_state + idx, tl.zeros([WINDOW], dtype=tl.int64), mask=in_row,
+                                 sem="relaxed")
+        # A word left by an earlier launch (another epoch) means this launch's tile has not
+        # published yet: EMPTY.
+        flag = tl.where(in_row, _flag(word, epoch), 1)
         value = tl.where(in_row, _unpack_value(word, IS_FLOAT), 0)
         newest_inclusive = tl.max(tl.where(flag == 2, idx, -1), axis=0)
         newest_empty = tl.max(tl.where(flag == 0, idx, -1), axis=0)
@@ -139,7 +159,7 @@ def scan_lookback_kernel(
         end = tl.where(ready, tl.where(newest_inclusive >= 0, 0, end - WINDOW), end)
 
     # 3. Publish the inclusive prefix (it unblocks the successors' look-back), then write.
-    tl.atomic_xchg(row_state + k, _pack(prefix + total, tl.full([], 2, tl.int64), IS_FLOAT),
+    tl.atomic_xchg(row_state + k, _pack(prefix + total, 2, epoch, IS_FLOAT),
                    sem="relaxed")
     y = tl.cumsum(x, axis=0) + prefix
     tl.store(out_ptr + row * N + cols, y, mask=mask, cache_modifier=STORE_CACHE)
@@ -183,16 +203,58 @@ def _scan_rows(x: torch.Tensor, out: torch.Tensor) -> None:
     )
 
 
+class _LookbackState:
+    """The look-back's scratch memory, kept from launch to launch on one stream.
+
+    Every tile's word must read EMPTY before the launch. Zeroing the words is a launch of its
+    own (CUB's scan runs an init kernel first), worth ~5% of a 2^24-element scan. Instead each
+    launch gets a new epoch, written into every word it publishes, and a word of another epoch
+    reads as EMPTY; the ticket counter is never reset, each launch knows where its tickets
+    start. Zeroed memory is needed only when the words run out or the epochs wrap.
+    """
+
+    EPOCHS = (1 << 30) - 1
+
+    def __init__(self, device):
+        self.device, self.words, self.epoch, self.tickets = device, None, 0, 0
+
+    def next_launch(self, num_tiles: int):
+        if self.words is None or self.words.numel() - 1 < num_tiles or self.epoch >= self.EPOCHS:
+            size = max(num_tiles, 2 * (0 if self.words is None else self.words.numel() - 1), 64)
+            self.words = torch.zeros(size + 1, dtype=torch.int64, device=self.device)
+            self.epoch, self.tickets = 0, 0
+        self.epoch += 1
+        base, self.tickets = self.tickets, self.tickets + num_tiles
+        return self.words, self.words[-1:], base, self.epoch
+
+
+_LOOKBACK_STATES = {}
+
+
+def _lookback_state(x: torch.Tensor) -> "_LookbackState":
+    # One per stream: two scans in flight on two streams must not share words.
+    stream = torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else 0
+    key = (str(x.device), stream)
+    if key not in _LOOKBACK_STATES:
+        _LOOKBACK_STATES[key] = _LookbackState(x.device)
+    return _LOOKBACK_STATES[key]
+
+
 def _scan_lookback(x: torch.Tensor, out: torch.Tensor) -> None:
     M, N = x.shape
     tiles_per_row = triton.cdiv(N, TILE)
     num_tiles = M * tiles_per_row
-    # One packed word per tile, then the ticket counter: all zero (EMPTY) before the launch.
-    state = torch.zeros(num_tiles + 1, dtype=torch.int64, device=x.device)
+    if REUSE_STATE:
+        state, counter, base, epoch = _lookback_state(x).next_launch(num_tiles)
+    else:
+        # One packed word per tile, then the ticket counter: all zero (EMPTY) before the launch.
+        state = torch.zeros(num_tiles + 1, dtype=torch.int64, device=x.device)
+        counter, base, epoch = state[num_tiles:], 0, 1
     scan_lookback_kernel[(num_tiles,)](
-        x, out, state, N, x.stride(0), tiles_per_row, num_tiles,
+        x, out, state, N, x.stride(0), tiles_per_row, num_tiles, counter, base, epoch,
         TILE=TILE, WINDOW=WINDOW, IS_FLOAT=x.dtype.is_floating_point,
-        LOAD_EVICT=LOOKBACK_LOAD_EVICT, STORE_CACHE=LOOKBACK_STORE_CACHE, num_warps=LOOKBACK_WARPS,
+        LOAD_EVICT=LOOKBACK_LOAD_EVICT, STORE_CACHE=LOOKBACK_STORE_CACHE,
+        VOLATILE_READ=LOOKBACK_VOLATILE_READ, num_warps=LOOKBACK_WARPS,
     )
 
 
