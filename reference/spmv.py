@@ -47,9 +47,10 @@ price is bookkeeping:
    any float32 summation order. (A deterministic alternative: store each program's partials in
    two arrays and have the fix-up kernel add them in program order.)
 5. Empty rows have no nonzeros, so no segment ever ends on them: they must be written 0 by
-   someone. spmv zero-fills y before its kernels; spmm (whose output is N times larger, so a
-   zero fill would double its writes) writes every row a program owns, empty ones included, from
-   the window's accumulator, which is 0 for a row with no nonzeros.
+   someone. A zero fill of the output first would cost a launch and a second write of every
+   row (N times larger in spmm), so neither does one: each row is owned by the program where it
+   starts (an empty row by the program holding its position), and the owner writes it, empty
+   ones included: spmv's segmented sum is 0 there, spmm's window accumulator too.
 
 Accumulation is float32 or wider whatever the values' dtype: the products of two float16 values
 are exact in float32, of two float32 values in float64. For float32 spmm the tensor cores read
