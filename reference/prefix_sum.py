@@ -106,6 +106,41 @@ def _unpack_value(word, IS_FLOAT: tl.constexpr):
     return bits
 
 
+@triton.jit
+def _look_back(row_state, k, epoch, WINDOW: tl.constexpr, IS_FLOAT: tl.constexpr,
+               VOLATILE_READ: tl.constexpr):
+    # The sum of tiles [0, k) of a row, from the words its tiles publish in row_state.
+    # WINDOW predecessors at a time, newest first. From the newest INCLUSIVE in the window on,
+    # every value is added; without one, the whole window is added and the next older window is
+    # read. If a tile after the newest INCLUSIVE has not published yet (EMPTY), the window is
+    # read again: that tile's owner is running and publishes it without waiting for a later one.
+    if IS_FLOAT:
+        prefix = tl.zeros([], dtype=tl.float32)
+    else:
+        prefix = tl.zeros([], dtype=tl.int32)
+    end = k  # tiles [0, end) of the row are still to be accounted for
+    while end > 0:
+        idx = end - WINDOW + tl.arange(0, WINDOW)
+        in_row = idx >= 0
+        # An atomic read (add 0): a plain load could be served stale from a cache.
+        if VOLATILE_READ:
+            word = tl.load(row_state + idx, mask=in_row, other=0, volatile=True)
+        else:
+            word = tl.atomic_add(row_state + idx, tl.zeros([WINDOW], dtype=tl.int64), mask=in_row,
+                                 sem="relaxed")
+        # A word left by an earlier launch (another epoch) means this launch's tile has not
+        # published yet: EMPTY.
+        flag = tl.where(in_row, _flag(word, epoch), 1)
+        value = tl.where(in_row, _unpack_value(word, IS_FLOAT), 0)
+        newest_inclusive = tl.max(tl.where(flag == 2, idx, -1), axis=0)
+        newest_empty = tl.max(tl.where(flag == 0, idx, -1), axis=0)
+        ready = newest_empty < tl.maximum(newest_inclusive, 0)
+        part = tl.sum(tl.where(idx >= newest_inclusive, value, 0), axis=0)
+        prefix += tl.where(ready, part, 0)
+        end = tl.where(ready, tl.where(newest_inclusive >= 0, 0, end - WINDOW), end)
+    return prefix
+
+
 # The ticket base and the epoch change every launch: not specialized, so no launch recompiles.
 @triton.jit(do_not_specialize=["ticket_base", "epoch"])
 def scan_lookback_kernel(
@@ -132,31 +167,8 @@ def scan_lookback_kernel(
     tl.atomic_xchg(row_state + k, _pack(total, tl.where(k == 0, 2, 1), epoch, IS_FLOAT),
                    sem="relaxed")
 
-    # 2. Look back, WINDOW predecessors at a time, newest first. From the newest INCLUSIVE in
-    #    the window on, every value is added; without one, the whole window is added and the
-    #    next older window is read. If a tile after the newest INCLUSIVE has not published yet
-    #    (EMPTY), the window is read again: that tile is running and publishes without waiting.
-    prefix = tl.zeros([], dtype=x.dtype)
-    end = k  # tiles [0, end) of the row are still to be accounted for
-    while end > 0:
-        idx = end - WINDOW + tl.arange(0, WINDOW)
-        in_row = idx >= 0
-        # An atomic read (add 0): a plain load could be served stale from a cache.
-        if VOLATILE_READ:
-            word = tl.load(row_state + idx, mask=in_row, other=0, volatile=True)
-        else:
-            word = tl.atomic_add(row_state + idx, tl.zeros([WINDOW], dtype=tl.int64), mask=in_row,
-                                 sem="relaxed")
-        # A word left by an earlier launch (another epoch) means this launch's tile has not
-        # published yet: EMPTY.
-        flag = tl.where(in_row, _flag(word, epoch), 1)
-        value = tl.where(in_row, _unpack_value(word, IS_FLOAT), 0)
-        newest_inclusive = tl.max(tl.where(flag == 2, idx, -1), axis=0)
-        newest_empty = tl.max(tl.where(flag == 0, idx, -1), axis=0)
-        ready = newest_empty < tl.maximum(newest_inclusive, 0)
-        part = tl.sum(tl.where(idx >= newest_inclusive, value, 0), axis=0)
-        prefix += tl.where(ready, part, 0)
-        end = tl.where(ready, tl.where(newest_inclusive >= 0, 0, end - WINDOW), end)
+    # 2. Look back over the predecessors for the sum of every earlier tile of the row.
+    prefix = _look_back(row_state, k, epoch, WINDOW, IS_FLOAT, VOLATILE_READ)
 
     # 3. Publish the inclusive prefix (it unblocks the successors' look-back), then write.
     tl.atomic_xchg(row_state + k, _pack(prefix + total, 2, epoch, IS_FLOAT),
