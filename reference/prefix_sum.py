@@ -22,6 +22,11 @@ hold: the programs must pass running totals ("carries") to each other.
     up to its end), and stops there. It then publishes its own inclusive prefix and writes its
     tile. x is read once: the traffic of a copy. This file uses it; the reduce-then-scan version
     is kept below (USE_LOOKBACK = False) because it is the one to write first.
+  * the look-back, persistent: a program that looks back has no bytes in flight while it waits.
+    A fixed grid of programs (4 per SM) each take tile after tile and load the next tile before
+    looking back for the current one, so the wait overlaps the next load. This is what reaches
+    80% of the copy bandwidth on one long row; the one-program-per-tile kernel stays beside it
+    (LOOKBACK_PERSISTENT = 0), the simpler version to write first.
 
 The look-back has two details that decide whether it works at all:
 - Value and flag are packed into one 64-bit word (value in the high half, flag in the low) and
@@ -65,8 +70,11 @@ REUSE_STATE = True
 LOOKBACK_VOLATILE_READ = False
 # 0: one look-back program per tile (scan_lookback_kernel). N > 0: a persistent grid of N
 # programs per SM, each scanning tile after tile and loading its next tile before it looks back
-# for the current one (scan_lookback_persistent_kernel).
-LOOKBACK_PERSISTENT = 0
+# for the current one (scan_lookback_persistent_kernel). 4 per SM is the most an SM holds at
+# this kernel's 107 registers per thread (4 warps): on an H100 at 1 x 2^24 it scans in 53-54
+# µs (83-84% of the copy bandwidth) against 58 µs for one program per tile; 1, 2 and 3 per SM
+# are slower than one per tile (103, 68, 58 µs), 5 and 8 the same as 4 (docs/PERFORMANCE.md).
+LOOKBACK_PERSISTENT = 4
 # The persistent kernel's SM count on the CPU interpreter, which has none.
 INTERPRETER_SMS = 4
 # Persistent kernel only. False: the next tile's sum is published after the current tile's

@@ -71,7 +71,7 @@ PERSISTENT_SCRIPT = r"""
 import importlib.util, torch
 spec = importlib.util.spec_from_file_location("prefix_sum", "reference/prefix_sum.py")
 ps = importlib.util.module_from_spec(spec); spec.loader.exec_module(ps)
-assert ps.REUSE_STATE and ps.LOOKBACK_PERSISTENT == 0 and ps.INTERPRETER_SMS == 4
+assert ps.REUSE_STATE and ps.LOOKBACK_PERSISTENT == 4 and ps.INTERPRETER_SMS == 4
 ps.TILE = 64; ps.WINDOW = 4; ps.ROW_BLOCK_MAX = 64  # many tiles per row at small sizes
 
 def check(shape, dtype, scale, persistent, early=False, strided=False):
