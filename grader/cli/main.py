@@ -277,7 +277,10 @@ def selftest(katas, interpret, gpu, as_json):
     results = run_selftest(chosen, mode)  # side by side; timing phases take turns
     if as_json:
         click.echo(json.dumps([{"kata": r.kata, "ok": r.ok, "reference": r.reference.to_dict(),
-                                "stub": r.stub.to_dict()} for r in results], indent=2, default=str))
+                                "stub": r.stub.to_dict(),
+                                "reference_side_by_side": r.reference_side_by_side.to_dict()
+                                if r.reference_side_by_side else None}
+                               for r in results], indent=2, default=str))
     else:
         rows = []
         for r in results:
@@ -288,6 +291,12 @@ def selftest(katas, interpret, gpu, as_json):
                          r.stub.status, "ok" if r.ok else "BROKEN"])
         click.echo(tabulate(rows, headers=["kata", "reference", "speedup", "roofline", "stub", "verdict"]))
         for r in results:
+            if r.reference_side_by_side is not None:
+                first = r.reference_side_by_side
+                why = (first.message or first.status).strip().splitlines()[0]
+                outcome = "passed" if r.reference.status == "pass" else "failed again"
+                click.echo(f"\n{r.kata} reference: failed beside other grades ({why}); graded "
+                           f"alone, it {outcome}.")
             if not r.ok:
                 bad = r.reference if r.reference.status != "pass" else r.stub
                 which = "reference" if bad is r.reference else "stub"

@@ -2,6 +2,11 @@
 
 The grades run side by side (correctness needs no quiet GPU), but a grade that times has the
 GPU to itself: no case of another grade runs meanwhile (grader.sandbox.control.GpuTurns).
+
+Side by side on one GPU, the grades share its memory: four checkers holding float64 truths of
+the largest cases can exhaust it, and a grade then fails for a reason that is not its own (the
+grader's "GPU busy" error, or a checker that dies). A reference that fails side by side on a
+GPU is therefore graded again alone, as a learner's grade always runs; the result says so.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ class SelftestResult:
     kata: str
     reference: GradeResult
     stub: GradeResult
+    # The reference's side-by-side grade, when it failed and the reference was graded again alone.
+    reference_side_by_side: GradeResult | None = None
 
     @property
     def ok(self) -> bool:
@@ -51,5 +58,11 @@ def selftest(katas: list[Kata], mode: str | None = None, timeout_s: float | None
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         futures = [(kata, pool.submit(run, kata, kata.reference_path) if i or first is None else None,
                     pool.submit(run, kata, kata.stub_path)) for i, kata in enumerate(katas)]
-        return [SelftestResult(kata.name, ref.result() if ref else first, stub.result())
-                for kata, ref, stub in futures]
+        results = [SelftestResult(kata.name, ref.result() if ref else first, stub.result())
+                   for kata, ref, stub in futures]
+    if mode == "gpu" and parallel > 1:
+        for kata, result in zip(katas, results):
+            if result.reference.status != PASS and result.reference is not first:
+                result.reference_side_by_side = result.reference
+                result.reference = run(kata, kata.reference_path)  # alone now: the pool is done
+    return results
