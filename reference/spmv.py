@@ -328,6 +328,22 @@ def _tf32_high(x):
 
 
 @triton.jit
+def _store_window(out_ptr, cross_ptr, acc, rows, starts, row_ok, own_lo, own_hi, s, e, cols, col_ok,
+                  N, NPP: tl.constexpr):
+    # A window's rows: whole rows (and empty ones) this program owns are stored; a row crossing a
+    # boundary (the first, begun before s, or the one going on past e) adds its part to its slot.
+    own = (rows >= own_lo) & (rows < own_hi) & (starts >= s)
+    out_offs = rows.to(tl.int64)[:, None] * N + cols[None, :]
+    tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty),
+             mask=own[:, None] & col_ok[None, :])
+    head = (rows == own_lo) & (starts < s) & (rows < own_hi)
+    tail = (rows == own_hi) & row_ok & (starts < e)
+    slot = starts // NPP + 1
+    tl.atomic_add(cross_ptr + slot[:, None] * N + cols[None, :], acc,
+                  mask=(head | tail)[:, None] & col_ok[None, :], sem="relaxed")
+
+
+@triton.jit
 def spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, bound_ptr, cross_ptr,
                 nnz, R, N, stride_bk, stride_bn, n_tiles,
                 NPP: tl.constexpr, RB: tl.constexpr, BLOCK: tl.constexpr, BN: tl.constexpr,
@@ -387,15 +403,8 @@ def spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, bound_ptr, cross_ptr
                 bg = tl.load(b_ptr + col[:, None] * stride_bk + cols[None, :] * stride_bn,
                              mask=kmask[:, None] & col_ok[None, :], other=0.0)
                 acc += v.to(tl.float32)[:, None] * bg.to(tl.float32)
-            own = (rows >= own_lo) & (rows < own_hi) & (starts >= s)
-            out_offs = rows.to(tl.int64)[:, None] * N + cols[None, :]
-            tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty),
-                     mask=own[:, None] & col_ok[None, :])
-            head = (rows == own_lo) & (starts < s) & (rows < own_hi)
-            tail = (rows == own_hi) & row_ok & (starts < e)
-            slot = starts // NPP + 1
-            tl.atomic_add(cross_ptr + slot[:, None] * N + cols[None, :], acc,
-                          mask=(head | tail)[:, None] & col_ok[None, :], sem="relaxed")
+            _store_window(out_ptr, cross_ptr, acc, rows, starts, row_ok, own_lo, own_hi, s, e,
+                          cols, col_ok, N, NPP)
     else:
         j = tl.arange(0, RB)
         for wr in range(own_lo, touch_hi, RB):
@@ -428,16 +437,8 @@ def spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, bound_ptr, cross_ptr
                     # float32.
                     a = tl.where(onehot, v[None, :], 0.0).to(bg.dtype)
                     acc = tl.dot(a, bg, acc)
-            # Whole rows (and empty ones) are stored; crossing rows add their part to their slot.
-            own = (rows >= own_lo) & (rows < own_hi) & (starts >= s)
-            out_offs = rows.to(tl.int64)[:, None] * N + cols[None, :]
-            tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty),
-                     mask=own[:, None] & col_ok[None, :])
-            head = (rows == own_lo) & (starts < s) & (rows < own_hi)
-            tail = (rows == own_hi) & row_ok & (starts < e)
-            slot = starts // NPP + 1
-            tl.atomic_add(cross_ptr + slot[:, None] * N + cols[None, :], acc,
-                          mask=(head | tail)[:, None] & col_ok[None, :], sem="relaxed")
+            _store_window(out_ptr, cross_ptr, acc, rows, starts, row_ok, own_lo, own_hi, s, e,
+                          cols, col_ok, N, NPP)
 
 
 @triton.jit
