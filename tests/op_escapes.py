@@ -35,7 +35,26 @@ def honest():
     z = torch.zeros(4, 4).t().contiguous().view(-1)[2:5]
     _double[(1,)](x.view(8, 8).reshape(-1), out, 64, BLOCK=64)
     z.fill_(1.0)
+    bits = x.view(torch.int32).view(torch.uint8).view(torch.float32)  # bit views: torch adds a detach
+    assert bits.data_ptr() == x.data_ptr()
     return out.to(torch.float16).float().unsqueeze(0).expand(2, 64).clone()
+
+
+def fp8_cast():
+    return x.to(torch.float8_e4m3fn)  # PyTorch rounds into float8
+
+
+def fp8_copy_into():
+    q = torch.empty(64, dtype=torch.float8_e4m3fn)
+    q[:] = x
+    return q
+
+
+def fp8_honest():
+    # Rounding done elsewhere (a kernel writing the bits): a bit view into float8 and casts out of
+    # float8 or into other dtypes convert nothing into it.
+    q = torch.zeros(64, dtype=torch.uint8).view(torch.float8_e4m3fn)
+    return q.float(), x.to(torch.bfloat16), q.clone()
 
 
 def exp_sum():
@@ -195,7 +214,7 @@ SCENARIOS = [honest, exp_sum, disable_torch_dispatch, no_dispatch, pop_mode_temp
              tolist_read, item_read, printing, custom_op]
 
 
-def run(scenario, allowed=None, forbidden=()) -> dict:
+def run(scenario, allowed=None, forbidden=(), forbidden_casts=frozenset()) -> dict:
     from grader.sandbox import guards
     from grader.sandbox.guards import resolve_forbidden
 
@@ -205,7 +224,7 @@ def run(scenario, allowed=None, forbidden=()) -> dict:
     seen: list[str] = []
     error = None
     try:
-        with submission_guards(python_level, aten_level, seen), watch_torch_compute(allowed) as record:
+        with submission_guards(python_level, aten_level, seen), watch_torch_compute(allowed, forbidden_casts) as record:
             scenario()
     except Exception as exc:  # noqa: BLE001
         error = f"{type(exc).__name__}: {exc}"
@@ -220,6 +239,11 @@ def main() -> None:
     # Triton's own argument marshalling (copy_ on the interpreter) in a kata that forbids copy_.
     results["launch_with_copy_forbidden"] = run(honest, forbidden=("aten.copy_",))
     for scenario in SCENARIOS:
+        results[scenario.__name__] = run(scenario)
+    fp8 = frozenset({"float8_e4m3fn"})
+    for scenario in (fp8_cast, fp8_copy_into, fp8_honest, honest):
+        results[f"{scenario.__name__}_fp8_forbidden"] = run(scenario, forbidden_casts=fp8)
+    for scenario in (fp8_cast, fp8_copy_into):
         results[scenario.__name__] = run(scenario)
     results["exp_allowed_by_the_kata"] = run(exp_sum, allowed=effective_allowed(
         ("aten.exp", "aten.sum", "aten.div"), ()))

@@ -41,6 +41,7 @@ def test_documented_examples_cover_the_catalogue_to_come():
     assert adamw.tasks[0].inplace == ("param", "exp_avg", "exp_avg_sq")
     quant = parse_kata(kinds["quant_fp8"], Path("katas/quant_fp8"), Path("r.py"))
     assert [(o.compare, o.ulp) for o in quant.tasks[0].outputs] == [("ulp", 1), ("allclose", 0)]
+    assert quant.tasks[0].forbidden_casts == ("float8_e4m3fn",)
 
 
 def test_an_argument_holding_a_dtype_chooses_the_output_dtype():

@@ -33,10 +33,18 @@ def escapes() -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-@pytest.mark.parametrize("scenario", ["honest", "launch_with_copy_forbidden", "exp_allowed_by_the_kata"])
+@pytest.mark.parametrize("scenario", ["honest", "launch_with_copy_forbidden", "exp_allowed_by_the_kata",
+                                      "fp8_honest_fp8_forbidden", "honest_fp8_forbidden"])
 def test_allowed_work_leaves_no_trace(escapes, scenario):
     got = escapes[scenario]
     assert got == dict(got, ops=[], escapes=[], threads=[], error=None, forbidden=[]), got
+
+
+@pytest.mark.parametrize("scenario, op", [("fp8_cast", "aten._to_copy"), ("fp8_copy_into", "aten.copy_")])
+def test_a_forbidden_cast_is_recorded_with_its_dtype(escapes, scenario, op):
+    ops = escapes[f"{scenario}_fp8_forbidden"]["ops"]
+    assert len(ops) == 1 and ops[0].startswith(f"{op}, a conversion into torch.float8_e4m3fn"), ops
+    assert escapes[scenario]["ops"] == []  # an ordinary copy where the kata forbids no cast
 
 
 def test_torch_math_is_recorded_by_name(escapes):
@@ -116,6 +124,22 @@ def test_allowed_ops_must_name_ops(entry, message):
     raw = _gemm_yaml()
     raw["tasks"][0]["allowed_ops"] = [entry]
     with pytest.raises(KataFormatError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _parse(raw)
+
+
+def test_forbidden_casts_at_kata_and_task_level():
+    raw = _gemm_yaml()
+    raw["forbidden_casts"] = ["float8_e4m3fn"]
+    raw["tasks"][0]["forbidden_casts"] = ["int8", "float8_e4m3fn"]
+    assert _parse(raw).tasks[0].forbidden_casts == ("int8", "float8_e4m3fn")
+    assert _parse(_gemm_yaml()).tasks[0].forbidden_casts == ()
+
+
+@pytest.mark.parametrize("entry", ["fp8", "torch.float8_e4m3fn", 8])
+def test_forbidden_casts_must_name_dtypes(entry):
+    raw = _gemm_yaml()
+    raw["tasks"][0]["forbidden_casts"] = [entry]
+    with pytest.raises(KataFormatError, match="is not a torch dtype name"):
         _parse(raw)
 
 
@@ -201,3 +225,15 @@ def test_torch_compile_switched_back_on_is_named(tmp_path):
     result = grade(catalog.get_kata("vector_add"), path, "interpret")
     assert result.cheat == "torch_compute", result.cheats
     assert "torch.compile was switched back on" in result.cheats[0]["message"], result.cheats[0]
+
+
+def test_a_bit_view_in_an_honest_solution_is_not_torch_compute(tmp_path):
+    # x.view(torch.int32) makes torch dispatch a detach with plain torch.Tensor in `types`; the
+    # recorder once took that for a tensor subclass hiding work and named an honest solution.
+    source = (ROOT / "reference" / "vector_add.py").read_text()
+    marker = "    out = torch.empty_like(x)\n"
+    assert marker in source
+    path = tmp_path / "solution.py"
+    path.write_text(source.replace(marker, marker + "    assert x.view(torch.uint8).data_ptr() == x.data_ptr()\n", 1))
+    result = grade(catalog.get_kata("vector_add"), path, "interpret")
+    assert result.status == "pass" and result.cheats == [], (result.message, result.cheats)

@@ -47,6 +47,14 @@ ALLOWED_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 
 BASE_ALLOWED: frozenset[str] = frozenset(op for _, _, ops in ALLOWED_GROUPS for op in ops)
 
+# The dtypes a kata may name in `forbidden_casts` (torch's names, without importing torch): PyTorch
+# may then not convert another dtype into them during a call. A copy does no arithmetic beyond
+# rounding, but in a quantization kata that rounding is the work.
+CAST_TARGETS: tuple[str, ...] = (
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "int8", "uint8",
+    "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64", "bool",
+)
+
 # Python-level reads of tensor values into Python or NumPy: no aten op runs for most of them.
 HOST_READS: dict[str, str] = {
     "Tensor.numpy": ".numpy()",

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from grader.kata.allowed_ops import HOST_READS, is_op_name
+from grader.kata.allowed_ops import CAST_TARGETS, HOST_READS, is_op_name
 from grader.kata.costexpr import CostExpressionError, evaluate, number_or_expression
 from grader.kata.limits import GRADE_LIMIT_S
 from grader.kata.memory_budget import MemoryBudget, MemoryBudgetError, parse_memory_budget
@@ -133,6 +133,8 @@ class Task:
     baseline_fn: str = "baseline"
     forbidden: tuple[str, ...] = ()
     allowed_ops: tuple[str, ...] = ()  # PyTorch ops allowed beyond grader.kata.allowed_ops.BASE_ALLOWED
+    # dtypes PyTorch may not convert into during a call (a quantization's rounding is its work)
+    forbidden_casts: tuple[str, ...] = ()
     cost_bytes: str | None = None
     cost_flops: str | None = None
     skip: tuple[SkipRule, ...] = ()
@@ -334,6 +336,8 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
     both = sorted(set(allowed_ops) & set(forbidden))
     if both:
         raise KataFormatError(f"{where}: {', '.join(both)} both allowed (allowed_ops) and forbidden")
+    forbidden_casts = tuple(dict.fromkeys(
+        _parse_forbidden_casts(raw.get("forbidden_casts"), where) + kata_defaults["forbidden_casts"]))
     skip = tuple(
         SkipRule(reason=_require(s, "reason", where), mode=s.get("mode"), dtype=s.get("dtype"),
                  case=s.get("case"))
@@ -347,7 +351,7 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
         inputs_fn=raw.get("inputs", "make_inputs"),
         reference_fn=raw.get("reference", "reference"),
         baseline_fn=baseline.get("function", "baseline"),
-        forbidden=forbidden, allowed_ops=allowed_ops,
+        forbidden=forbidden, allowed_ops=allowed_ops, forbidden_casts=forbidden_casts,
         cost_bytes=cost.get("bytes"), cost_flops=cost.get("flops"), skip=skip,
         property_fn=_parse_check(raw.get("check"), where),
         memory_budget=_parse_memory_budget(raw.get("memory_budget"), cases, where),
@@ -368,6 +372,16 @@ def _parse_allowed_ops(raw: Any, where: str) -> tuple[str, ...]:
                 f"{', '.join(HOST_READS)}")
         if name.startswith("torch."):
             raise KataFormatError(f"{where}: allowed_ops entry {name!r}: name the aten op (aten.{name.split('.')[-1]})")
+    return tuple(names)
+
+
+def _parse_forbidden_casts(raw: Any, where: str) -> tuple[str, ...]:
+    """kata.yaml `forbidden_casts`: torch dtype names (float8_e4m3fn) PyTorch may not convert into."""
+    names = _as_tuple(raw)
+    for name in names:
+        if name not in CAST_TARGETS:
+            raise KataFormatError(f"{where}: forbidden_casts entry {name!r} is not a torch dtype name "
+                                  f"(one of {', '.join(CAST_TARGETS)})")
     return tuple(names)
 
 
@@ -440,7 +454,8 @@ def parse_kata(raw: dict, directory: Path, reference_path: Path) -> Kata:
     if len(hints) != 3:
         raise KataFormatError(f"{where}: needs exactly 3 hints (nudge, approach, near-solution)")
     defaults = {"threshold": raw.get("threshold", 1.0), "forbidden": raw.get("forbidden", ()),
-                "allowed_ops": _parse_allowed_ops(raw.get("allowed_ops"), where)}
+                "allowed_ops": _parse_allowed_ops(raw.get("allowed_ops"), where),
+                "forbidden_casts": _parse_forbidden_casts(raw.get("forbidden_casts"), where)}
     tasks = tuple(_parse_task(t, defaults, where) for t in _require(raw, "tasks", where))
     if not tasks:
         raise KataFormatError(f"{where}: needs at least one task")

@@ -195,25 +195,55 @@ def _reads_to_host(args, result) -> bool:
 
 
 class _OpRecorder(GraderDispatchMode):
-    def __init__(self, allowed: frozenset, record: TorchOps):
+    def __init__(self, allowed: frozenset, record: TorchOps, forbidden_casts: frozenset = frozenset()):
         super().__init__()
-        self.allowed, self.record = allowed, record
+        self.allowed, self.record, self.forbidden_casts = allowed, record, forbidden_casts
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = _packet(func)
-        if types:
-            kinds = ", ".join(sorted({t.__name__ for t in types}))
+        hiding = _dispatching_subclasses(types)
+        if hiding:
+            kinds = ", ".join(sorted({t.__name__ for t in hiding}))
             self.record.add(f"{name} on a tensor subclass ({kinds}), whose __torch_dispatch__ "
                             "can run work this check cannot see", name)
         elif name not in self.allowed and not (_in_machinery() and name in BASE_ALLOWED):
             self.record.add(name)
         result = func(*args, **(kwargs or {}))
-        if name in _COPY_OPS and _reads_to_host(args, result):
-            self.record.add(f"{name} from the device to the host (.cpu(), .to('cpu'))", name)
+        if name in _COPY_OPS:
+            if _reads_to_host(args, result):
+                self.record.add(f"{name} from the device to the host (.cpu(), .to('cpu'))", name)
+            cast = _cast_into(name, args, result) if self.forbidden_casts and not _in_machinery() else None
+            if cast in self.forbidden_casts:
+                self.record.add(f"{name}, a conversion into torch.{cast} (.to(torch.{cast}), or copy_ "
+                                f"into a {cast} tensor): rounding into {cast} is this task's work, "
+                                "so your kernel must do it", name)
         return result
 
 
+def _dispatching_subclasses(types) -> list:
+    """The tensor types among `types` with a __torch_dispatch__ of their own. torch itself passes
+    plain torch.Tensor in `types` at times (the detach after `x.view(torch.int32)`), and a plain
+    tensor or a Parameter can hide nothing."""
+    return [t for t in types if getattr(t, "__torch_dispatch__", None) is not _PLAIN_DISPATCH]
+
+
+_PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
+
 _COPY_OPS = {"aten._to_copy", "aten.copy_", "aten.copy", "aten._copy_from", "aten._copy_from_and_resize"}
+
+
+def _cast_into(name: str, args, result) -> str | None:
+    """The dtype a copy op converted into ('float8_e4m3fn'), or None where it kept the dtype."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if name in ("aten._copy_from", "aten._copy_from_and_resize"):  # (src, dst)
+        target, sources = (tensors[1], tensors[:1]) if len(tensors) > 1 else (None, [])
+    elif name == "aten.copy_":  # (self: the destination, src)
+        target, sources = (tensors[0], tensors[1:]) if tensors else (None, [])
+    else:  # _to_copy(self), copy(self, src): a new tensor
+        target, sources = (result if isinstance(result, torch.Tensor) else None), tensors
+    if target is None or all(src.dtype == target.dtype for src in sources):
+        return None
+    return str(target.dtype).removeprefix("torch.")
 
 
 def _host_read_functions() -> dict:
@@ -436,9 +466,10 @@ def unseen_ops(events, allowed: frozenset, recorded: set[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def watch_torch_compute(allowed: frozenset):
-    """Record, during one checked call, the PyTorch work `allowed` does not cover; yields a
-    TorchOps filled in when the block exits. Enter it last, so its mode is on top of the stack."""
+def watch_torch_compute(allowed: frozenset, forbidden_casts: frozenset = frozenset()):
+    """Record, during one checked call, the PyTorch work `allowed` does not cover, and conversions
+    into the dtypes of `forbidden_casts` (names: 'float8_e4m3fn'); yields a TorchOps filled in
+    when the block exits. Enter it last, so its mode is on top of the stack."""
     from torch.overrides import _get_current_function_mode_stack
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
@@ -447,7 +478,7 @@ def watch_torch_compute(allowed: frozenset):
     record.escapes.extend(dict.fromkeys(_audit))  # anything called since the last check
     live_threads = [t for t in _threads if not t["done"]]
     threads_before = len(_threads)
-    recorder, host_reads = _OpRecorder(allowed, record), _HostReads(allowed, record)
+    recorder, host_reads = _OpRecorder(allowed, record, forbidden_casts), _HostReads(allowed, record)
     dispatch_below = list(_get_current_dispatch_mode_stack())
     function_below = list(_get_current_function_mode_stack())
     profile = _Profile()
@@ -475,7 +506,8 @@ def watch_torch_compute(allowed: frozenset):
         if python_key_off:
             record.escape("the Python dispatch key was left excluded (torch._C._DisableTorchDispatch)")
         if (set(vars(recorder)), set(vars(host_reads))) != own_state or recorder.allowed is not allowed \
-                or recorder.record is not record or host_reads.allowed is not allowed:
+                or recorder.record is not record or host_reads.allowed is not allowed \
+                or recorder.forbidden_casts is not forbidden_casts:
             record.escape("the op recorder was modified")
         if profile.problem:
             record.escape(profile.problem)

@@ -197,6 +197,7 @@ class CaseRunner:
         self.outdir, self.snapshot = outdir, snapshot
         self.python_forbidden, self.aten_forbidden = resolve_forbidden(task.forbidden)
         self.torch_allowed = effective_allowed(task.allowed_ops, task.forbidden)
+        self.forbidden_casts = frozenset(task.forbidden_casts)
         self.torch_ops = None  # what the last call did with PyTorch (grader.sandbox.guards.TorchOps)
         self.cases = {c.name: c for c in task.cases}
         self.saved = 0
@@ -285,7 +286,7 @@ class CaseRunner:
         meter.start()
         try:
             with submission_guards(self.python_forbidden, self.aten_forbidden, seen), factories, \
-                    watch_torch_compute(self.torch_allowed) as self.torch_ops:
+                    watch_torch_compute(self.torch_allowed, self.forbidden_casts) as self.torch_ops:
                 returned = self.fn(*args)
             _sync(self.device)
             meter.stop()

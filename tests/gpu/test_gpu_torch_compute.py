@@ -78,3 +78,25 @@ def test_torch_compile_switched_back_on_is_caught(tmp_path):
         "torch._inductor.config.compile_threads = 1  # no compile workers (the sandbox refuses them)\n"
         + cheat.read_text())
     _torch_compute(grade(catalog.get_kata("vector_add"), path, "gpu"), "torch.compile was switched back on")
+
+
+def test_quantize_rounding_through_torch_is_caught(tmp_path):
+    # The fp8 task forbids PyTorch's conversion into float8 (kata.yaml forbidden_casts): here the
+    # kernel's own q goes through float32 and back, so PyTorch did the final rounding. The int8
+    # tasks, which allow casts, stay clean.
+    source = (TESTS.parent / "reference" / "quantize.py").read_text()
+    source += '''
+
+_honest_fp8 = quantize_fp8_rowwise
+
+
+def quantize_fp8_rowwise(x):
+    q, scale = _honest_fp8(x)
+    return q.float().to(torch.float8_e4m3fn), scale
+'''
+    path = tmp_path / "solution.py"
+    path.write_text(source)
+    result = grade(catalog.get_kata("quantize"), path, "gpu")
+    _torch_compute(result, "a conversion into torch.float8_e4m3fn")
+    failed = {c.task for c in result.cases if c.status == "fail"}
+    assert failed == {"quantize_fp8_rowwise"}, failed
