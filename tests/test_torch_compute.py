@@ -227,13 +227,20 @@ def test_torch_compile_switched_back_on_is_named(tmp_path):
     assert "torch.compile was switched back on" in result.cheats[0]["message"], result.cheats[0]
 
 
-def test_a_bit_view_in_an_honest_solution_is_not_torch_compute(tmp_path):
-    # x.view(torch.int32) makes torch dispatch a detach with plain torch.Tensor in `types`; the
-    # recorder once took that for a tensor subclass hiding work and named an honest solution.
+HONEST_VIEWS = """\
+    # Views an honest launcher writes. x.view(torch.uint8) makes torch dispatch a detach with plain
+    # torch.Tensor in `types` (once taken for a tensor subclass hiding work); flatten, unflatten
+    # and movedim are composite ops without a default overload (once taken for ops run unseen).
+    assert x.view(torch.uint8).data_ptr() == x.data_ptr()
+    x = x.unflatten(0, (1, x.numel())).movedim(0, 1).flatten()
+"""
+
+
+def test_honest_views_are_not_torch_compute(tmp_path):
     source = (ROOT / "reference" / "vector_add.py").read_text()
     marker = "    out = torch.empty_like(x)\n"
     assert marker in source
     path = tmp_path / "solution.py"
-    path.write_text(source.replace(marker, marker + "    assert x.view(torch.uint8).data_ptr() == x.data_ptr()\n", 1))
+    path.write_text(source.replace(marker, HONEST_VIEWS + marker, 1))
     result = grade(catalog.get_kata("vector_add"), path, "interpret")
     assert result.status == "pass" and result.cheats == [], (result.message, result.cheats)

@@ -408,13 +408,27 @@ class _Profile:
 
 
 def _composite(op: str) -> bool:
+    """The op the profiler names decomposes (CompositeImplicitAutograd), so what it runs is judged
+    instead. The profiler names the packet, not the overload: its default overload decides, and
+    a packet without one (aten::flatten has only flatten.using_ints) counts only if every overload
+    it registers decomposes."""
     if op not in _composite_cache:
+        namespace, _, name = op.partition(".")
         try:
-            qualified = op.replace(".", "::", 1)
-            _composite_cache[op] = bool(torch._C._dispatch_has_kernel_for_dispatch_key(
-                qualified, "CompositeImplicitAutograd"))
+            overloads = getattr(getattr(torch.ops, namespace), name).overloads()
         except Exception:  # noqa: BLE001 - not an operator
-            _composite_cache[op] = False
+            overloads = []
+        if "default" in overloads:
+            overloads = ["default"]
+        found = []
+        for overload in overloads:
+            qualified = f"{namespace}::{name}" + ("" if overload == "default" else f".{overload}")
+            try:
+                found.append(bool(torch._C._dispatch_has_kernel_for_dispatch_key(
+                    qualified, "CompositeImplicitAutograd")))
+            except Exception:  # noqa: BLE001 - listed but not registered (a TorchScript-only overload)
+                continue
+        _composite_cache[op] = bool(found) and all(found)
     return _composite_cache[op]
 
 
