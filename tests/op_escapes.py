@@ -3,6 +3,8 @@
 
 `python tests/op_escapes.py` prints {scenario: {"ops": [...], "escapes": [...], "threads": [...]}}
 as JSON; tests/test_torch_compute.py asserts on it. Each scenario is the body of a checked call.
+The honest idioms of tests/honest_idioms.py are scenarios too ("idiom:NAME"); `--idioms-on
+cuda` runs only those, on a GPU (tests/gpu/test_gpu_torch_compute.py).
 """
 
 from __future__ import annotations
@@ -234,8 +236,17 @@ def run(scenario, allowed=None, forbidden=(), forbidden_casts=frozenset()) -> di
 
 
 def main() -> None:
+    from honest_idioms import idioms
+
     install_op_checks()
     results = {}
+    if sys.argv[1:3] == ["--idioms-on", "cuda"]:
+        for name, idiom in idioms("cuda").items():
+            results[f"idiom:{name}"] = run(idiom)
+        json.dump(results, sys.stdout)
+        return
+    for name, idiom in idioms("cpu").items():
+        results[f"idiom:{name}"] = run(idiom)
     # Triton's own argument marshalling (copy_ on the interpreter) in a kata that forbids copy_.
     results["launch_with_copy_forbidden"] = run(honest, forbidden=("aten.copy_",))
     for scenario in SCENARIOS:

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from grader.grading.runner import grade
+from honest_idioms import idioms
 from grader.kata import catalog
 from grader.kata.allowed_ops import BASE_ALLOWED, HOST_READS, describe, effective_allowed
 from grader.kata.format import KataFormatError, parse_kata
@@ -45,6 +46,12 @@ def test_a_forbidden_cast_is_recorded_with_its_dtype(escapes, scenario, op):
     ops = escapes[f"{scenario}_fp8_forbidden"]["ops"]
     assert len(ops) == 1 and ops[0].startswith(f"{op}, a conversion into torch.float8_e4m3fn"), ops
     assert escapes[scenario]["ops"] == []  # an ordinary copy where the kata forbids no cast
+
+
+@pytest.mark.parametrize("idiom", sorted(idioms("cpu")))
+def test_honest_launcher_idioms_leave_no_trace(escapes, idiom):
+    got = escapes[f"idiom:{idiom}"]
+    assert got == dict(got, ops=[], escapes=[], threads=[], error=None, forbidden=[]), got
 
 
 def test_torch_math_is_recorded_by_name(escapes):

@@ -313,6 +313,22 @@ def floor_ms(nbytes: float | None, flops: float | None, ceilings: dict) -> float
     return max(floors) if floors else None
 
 
+def held_median_ms(fn, rep_ms: float = 100.0, warmup_ms: float = 25.0) -> float:
+    """fn()'s median time per call, timed as a grade times one: the L2 flushed before each call,
+    and the GPU held back until the host has queued the call (`_Lead`), so that a call of several
+    launches is timed by its kernels and not by the host's launch overhead. For benchmarks
+    (benchmarks/bench.py): the same loop as do_bench, sized from fn's own first calls."""
+    flush, lead = _flush_buffer(), _Lead()
+
+    def call(i):
+        fn()
+
+    estimate = max(statistics.median(_event_times(call, 3, lambda i: None, flush, lead=lead)), 1e-3)
+    _event_times(call, max(1, min(1000, int(warmup_ms / estimate))), lambda i: None, flush, lead=lead)
+    calls = max(10, min(1000, int(rep_ms / estimate)))
+    return statistics.median(_event_times(call, calls, lambda i: None, flush, lead=lead))
+
+
 def median_ms(fn) -> float:
     # For the ceilings only: do_bench flushes the L2 before every call and excludes its warm-up.
     return float(_do_bench(fn, warmup=25, rep=100, return_mode="median"))

@@ -3,6 +3,10 @@ kernel is caught on the compiled launch path too, and honest solutions stay clea
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +104,16 @@ def quantize_fp8_rowwise(x):
     _torch_compute(result, "a conversion into torch.float8_e4m3fn")
     failed = {c.task for c in result.cases if c.status == "fail"}
     assert failed == {"quantize_fp8_rowwise"}, failed
+
+
+def test_honest_launcher_idioms_leave_no_trace_on_the_gpu():
+    # tests/honest_idioms.py on CUDA tensors, each as the body of a checked call.
+    env = dict(os.environ, PYTHONPATH=str(TESTS.parent))
+    done = subprocess.run([sys.executable, str(TESTS / "op_escapes.py"), "--idioms-on", "cuda"],
+                          capture_output=True, text=True, env=env, cwd=TESTS.parent, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.splitlines()[-1])
+    assert results and all(name.startswith("idiom:") for name in results)
+    traces = {name: got for name, got in results.items()
+              if got["ops"] or got["escapes"] or got["threads"] or got["error"] or got["forbidden"]}
+    assert not traces, traces
