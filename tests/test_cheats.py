@@ -93,6 +93,50 @@ def test_gaming_an_honest_bug_explains_fails_with_a_diagnosis(path, grade_interp
     assert "## What went wrong" in report and "Rejected" not in report
 
 
+# Honest shortcuts: a case that needs no work (p = 0, nnz = 0, one column) answered with a copy or
+# a fill and no kernel. What PyTorch does there is allocation and copying, so launching nothing
+# is no evidence of a cheat (F.dropout itself returns its input for p = 0). Each is the kata's
+# reference with the shortcut inserted before the marker line.
+SHORTCUTS = {
+    "dropout": ("    out = torch.empty_like(x)\n",
+                "    if p == 0.0:\n        return x.clone()  # the identity: nothing to compute\n"),
+    "spmv": ("    # Not zero-filled: every row is stored",
+             "    if nnz == 0:\n        return torch.zeros(R, dtype=values.dtype, device=values.device)\n"),
+    "prefix_sum": ("    out = torch.empty((M, N), dtype=x.dtype, device=x.device)\n    if N <= ROW_BLOCK_MAX:",
+                   "    if N == 1:\n        return x.clone()  # one column is its own prefix sum\n"),
+}
+
+
+@pytest.mark.parametrize("kata", sorted(SHORTCUTS))
+def test_an_honest_shortcut_without_a_kernel_is_no_cheat(kata, grade_interpret, tmp_path):
+    marker, shortcut = SHORTCUTS[kata]
+    source = (TESTS.parent / "reference" / f"{kata}.py").read_text()
+    assert source.count(marker) == 1, marker
+    path = tmp_path / "solution.py"
+    path.write_text(source.replace(marker, shortcut + marker))
+    result = grade_interpret(kata, path)
+    assert result.status == "pass" and result.cheats == [], (result.message, result.cheats)
+
+
+def test_what_counts_as_no_work():
+    import torch
+
+    from grader.sandbox.worker import _no_work_in
+
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    inputs = {"x": x, "p": 0.0, "params": [torch.ones(3)]}
+    assert _no_work_in({"out": torch.zeros(7)}, inputs, ())  # a fill
+    assert _no_work_in({"out": torch.full((4,), float("nan"))}, inputs, ())  # unwritten, poisoned
+    assert _no_work_in({"out": x.clone().half().reshape(-1)}, inputs, ())  # a cast copy of an input
+    assert _no_work_in({"out": [torch.ones(2), x.clone()]}, inputs, ())
+    assert not _no_work_in({"out": x * 2}, inputs, ())  # work
+    assert not _no_work_in({"out": x.flip(0)}, inputs, ())  # the input's values, out of order
+    # An in-place output is its own input: only a constant counts there.
+    params = [torch.arange(3.0)]
+    assert not _no_work_in({"params": params}, {"params": params}, ("params",))
+    assert _no_work_in({"params": [torch.zeros(3)]}, {"params": [torch.zeros(3)]}, ("params",))
+
+
 def test_every_listed_cheat_has_a_submission():
     reasons = {declared_reason(p) for p in CHEAT_FILES}
     assert reasons <= set(CHEATS), reasons - set(CHEATS)

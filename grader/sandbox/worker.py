@@ -187,6 +187,29 @@ class CaseProblem(Exception):
         self.message, self.cheat, self.status = message, cheat, status
 
 
+def _no_work_in(outputs: dict, inputs: dict, inplace) -> bool:
+    """Every output tensor is one value throughout (NaN counts as one value: an unwritten
+    poisoned output) or holds the values of an argument that is not an in-place output, in
+    that argument's order, cast to the output's dtype: what allocation, fills and copies alone
+    produce."""
+    sources = [t for name, value in inputs.items() if name not in inplace
+               for _, t in flatten(value, name) if isinstance(t, torch.Tensor) and t.numel()]
+    for _, got in flatten(list(outputs.values()), ""):
+        if not isinstance(got, torch.Tensor) or got.numel() == 0:
+            continue
+        flat = got.reshape(-1)
+        first = flat[:1]
+        same = flat == first
+        if flat.is_floating_point():
+            same |= flat.isnan() & first.isnan()
+        if bool(same.all()):
+            continue
+        if not any(src.numel() == got.numel() and torch.equal(src.reshape(-1).to(got.dtype), flat)
+                   for src in sources if src.device == got.device):
+            return False
+    return True
+
+
 class CaseRunner:
     """Runs one task's cases against the submission in this process."""
 
@@ -249,11 +272,14 @@ class CaseRunner:
         self._check_outputs(outputs, inputs)
         produced = sum(t.numel() for got in outputs.values() for _, t in flatten(got, "")
                        if isinstance(t, torch.Tensor))
-        if launched == 0 and produced and again:
-            raise CaseProblem("called again with new inputs in the same buffers, it launched no "
-                              "kernel and returned at once: results are cached across calls",
-                              "cached_results")
-        if launched == 0 and produced:
+        # A call that launched nothing is a cheat only where its outputs took work: a constant
+        # (spmv with nnz = 0: zeros) or a copy of an input (dropout with p = 0) is an honest
+        # shortcut, judged by the checker like any output.
+        if launched == 0 and produced and not _no_work_in(outputs, inputs, self.task.inplace):
+            if again:
+                raise CaseProblem("called again with new inputs in the same buffers, it launched no "
+                                  "kernel and returned at once: results are cached across calls",
+                                  "cached_results")
             raise CaseProblem("no Triton kernel was launched: the outputs must be computed by "
                               "Triton kernels you launch, not by PyTorch or Python code", "no_triton_kernel")
         self._check_torch_compute()
