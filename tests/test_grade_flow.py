@@ -66,3 +66,15 @@ def test_fail_fast_stops_at_the_first_failing_case_and_progress_hears_each_case(
     checked = [e for e in events if e["type"] == "case"]
     assert len(checked) == len(ran)
     assert [e["type"] for e in events[:2]] == ["start", "case"]
+
+
+def test_an_autotuned_kernel_on_the_interpreter_is_told_why_and_what_to_do():
+    # @triton.autotune needs a GPU driver: an error with advice, never a cheat (on a GPU it passes:
+    # tests/gpu/test_gpu_grading.py).
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "vector_add_autotuned.py"
+    result = grade(get_kata("vector_add"), path, "interpret")
+    assert result.status != "pass" and result.cheats == [], result.cheats
+    (found,) = [d for d in result.diagnoses if d["code"] == "gpu_only_feature"]
+    assert "kernel.fn[grid]" in found["advice"] and "kata grade --gpu" in found["advice"]

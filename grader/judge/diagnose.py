@@ -110,6 +110,11 @@ ADVICE = {
                      "temporaries; keep each row in registers and stream it block by block, "
                      "allocating only the outputs and small per-row or per-program buffers",
     "exception": "the traceback shows where; Triton compile errors name the kernel line",
+    "gpu_only_feature": "this needs a GPU, which the Triton interpreter does not provide: "
+                        "@triton.autotune times its configs on the GPU (so do triton.testing."
+                        "do_bench and driver queries). On the CPU launch one fixed configuration "
+                        "(an autotuned kernel's JIT function is kernel.fn: kernel.fn[grid](..., "
+                        "BLOCK=1024, num_warps=8)), and keep the autotuning for `kata grade --gpu`",
     "not_implemented": "the stub is not filled in yet",
     "failed_while_timed": "the traceback shows where; it ran while timed on the bench shapes",
     "time_limit": "look for an infinite loop in the launcher or a kernel loop that never ends "
@@ -162,6 +167,8 @@ _STRUCTURE = [  # (pattern in the message, code): the worker's and checker's own
     (re.compile(r"^not implemented yet"), "not_implemented"),
     (re.compile(r"could not be checked: .*(OutOfMemoryError|out of memory)"), "gpu_busy"),
     (re.compile(r"never checked|could not be checked"), "internal_error"),
+    # Triton's autotuner (and do_bench, and driver queries) ask for a GPU driver the interpreter lacks.
+    (re.compile(r"raised an exception:.*\b0 active drivers", re.S), "gpu_only_feature"),
     (re.compile(r"raised an exception"), "exception"),
     (re.compile(r" has dtype \S+, expected "), "wrong_dtype"),
     (re.compile(r" has shape \(.*\), expected "), "wrong_shape"),

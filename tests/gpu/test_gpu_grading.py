@@ -69,3 +69,12 @@ def test_unwritten_elements_are_caught_on_cuda(tmp_path):
             "    if x.numel() > 1:\n        launch(x[:-1], y[:-1], out[:-1])\n    return out\n")
     result = _grade(tmp_path, body)
     assert result.status == "fail" and "never wrote" in result.message
+
+
+def test_an_autotuned_kernel_grades_clean():
+    # Autotuning runs inside the first checked call (triton.testing.do_bench: allocation, fills,
+    # events and many launches): none of it may read as PyTorch work or a timing trick.
+    path = Path(__file__).resolve().parent.parent / "fixtures" / "vector_add_autotuned.py"
+    result = grade(get_kata("vector_add"), path, "gpu")
+    assert result.status == "pass" and result.cheats == [] and result.diagnoses == [], (
+        result.message, result.cheats, result.diagnoses)
