@@ -16,7 +16,7 @@ def idioms(device: str) -> dict:
     half = x.half()
     int8 = torch.randint(-5, 5, (6, 8), dtype=torch.int8, device=device)
     param = torch.nn.Parameter(torch.randn(4, device=device))
-    return {
+    found = {
         # metadata
         "metadata": lambda: (x.stride(), x.shape, x.numel(), x.is_contiguous(), x.data_ptr(),
                              x.element_size(), x.ndim, x.dim(), len(x), x.nbytes, x.itemsize,
@@ -56,3 +56,13 @@ def idioms(device: str) -> dict:
         "slice_assignment": lambda: torch.empty(6, 8, device=device).__setitem__(
             (slice(None), slice(0, 2)), x[:, :2]),
     }
+    if device == "cuda":
+        import triton
+
+        # What persistent kernels and careful launchers ask of the device.
+        found["device_queries"] = lambda: (
+            torch.cuda.get_device_properties(x.device).multi_processor_count,
+            torch.cuda.current_device(), torch.cuda.current_stream().cuda_stream,
+            torch.cuda.get_device_capability(), torch.cuda.synchronize(),
+            triton.runtime.driver.active.utils.get_device_properties(x.device.index or 0)["multiprocessor_count"])
+    return found

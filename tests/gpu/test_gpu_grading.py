@@ -78,3 +78,13 @@ def test_an_autotuned_kernel_grades_clean():
     result = grade(get_kata("vector_add"), path, "gpu")
     assert result.status == "pass" and result.cheats == [] and result.diagnoses == [], (
         result.message, result.cheats, result.diagnoses)
+
+
+def test_an_honest_shortcut_without_a_kernel_grades_clean(tmp_path):
+    # dropout with p = 0 answered by x.clone() and no launch (tests/test_cheats.py, on the CPU).
+    source = (Path(__file__).resolve().parent.parent.parent / "reference" / "dropout.py").read_text()
+    marker = "    out = torch.empty_like(x)\n"
+    path = tmp_path / "solution.py"
+    path.write_text(source.replace(marker, "    if p == 0.0:\n        return x.clone()\n" + marker, 1))
+    result = grade(get_kata("dropout"), path, "gpu")
+    assert result.status == "pass" and result.cheats == [], (result.message, result.cheats)
