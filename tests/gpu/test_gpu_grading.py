@@ -73,11 +73,13 @@ def test_unwritten_elements_are_caught_on_cuda(tmp_path):
 
 def test_an_autotuned_kernel_grades_clean():
     # Autotuning runs inside the first checked call (triton.testing.do_bench: allocation, fills,
-    # events and many launches): none of it may read as PyTorch work or a timing trick.
+    # events and many launches): none of it may read as PyTorch work or a timing trick. (Its
+    # speed is the autotuner's business: not asserted.)
     path = Path(__file__).resolve().parent.parent / "fixtures" / "vector_add_autotuned.py"
     result = grade(get_kata("vector_add"), path, "gpu")
-    assert result.status == "pass" and result.cheats == [] and result.diagnoses == [], (
+    assert result.correct and result.cheats == [] and result.diagnoses == [], (
         result.message, result.cheats, result.diagnoses)
+    assert any(c.time_ms for t in result.tasks for c in t.cases)  # timed, not stopped
 
 
 def test_an_honest_shortcut_without_a_kernel_grades_clean(tmp_path):
