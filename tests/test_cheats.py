@@ -97,14 +97,16 @@ def test_gaming_an_honest_bug_explains_fails_with_a_diagnosis(path, grade_interp
 # a fill and no kernel. What PyTorch does there is allocation and copying, so launching nothing
 # is no evidence of a cheat (F.dropout itself returns its input for p = 0). Each is the kata's
 # reference with the shortcut inserted before the marker line.
-SHORTCUTS = {  # kata: (marker, shortcut, the cases graded: None for all)
+SHORTCUTS = {  # kata: (marker, shortcut, the cases graded: those it answers, and one it does not)
     "dropout": ("    out = torch.empty_like(x)\n",
-                "    if p == 0.0:\n        return x.clone()  # the identity: nothing to compute\n", None),
+                "    if p == 0.0:\n        return x.clone()  # the identity: nothing to compute\n",
+                ["identity", "identity_large", "small"]),
     "spmv": ("    # Not zero-filled: every row is stored",
              "    if nnz == 0:\n        return torch.zeros(R, dtype=values.dtype, device=values.device)\n",
-             ["nnz_zero", "small", "empty_rows"]),  # spmv's nnz = 0 and two others (the whole kata: 30 s)
+             ["nnz_zero", "small", "empty_rows"]),
     "prefix_sum": ("    out = torch.empty((M, N), dtype=x.dtype, device=x.device)\n    if N <= ROW_BLOCK_MAX:",
-                   "    if N == 1:\n        return x.clone()  # one column is its own prefix sum\n", None),
+                   "    if N == 1:\n        return x.clone()  # one column is its own prefix sum\n",
+                   ["one", "one_col", "small"]),
 }
 
 
@@ -115,11 +117,11 @@ def test_an_honest_shortcut_without_a_kernel_is_no_cheat(kata, grade_interpret, 
     assert source.count(marker) == 1, marker
     path = tmp_path / "solution.py"
     path.write_text(source.replace(marker, shortcut + marker))
-    result = grade_interpret(kata, path, **({"only_cases": cases} if cases else {}))
+    result = grade_interpret(kata, path, only_cases=cases)
     graded = {c.name for t in result.tasks for c in t.cases if c.status == "pass"}
     assert result.cheats == [] and not [c for t in result.tasks for c in t.cases if c.status == "fail"], (
         result.message, result.cheats)
-    assert graded >= set(cases or ()), graded
+    assert graded >= set(cases), graded
 
 
 def test_what_counts_as_no_work():
