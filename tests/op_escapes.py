@@ -63,6 +63,10 @@ def exp_sum():
     return x.exp() / x.exp().sum(-1, keepdim=True)
 
 
+def random_numbers():
+    return x * (torch.rand_like(x) > 0.5)  # dropout's mask drawn by PyTorch
+
+
 def disable_torch_dispatch():
     with torch._C._DisableTorchDispatch():
         return x.exp()
@@ -209,7 +213,7 @@ def custom_op():
 torch.library.define("kata_test::double", "(Tensor x) -> Tensor")
 torch.library.impl("kata_test::double", "CPU")(lambda t: t * 2)
 
-SCENARIOS = [honest, exp_sum, disable_torch_dispatch, no_dispatch, pop_mode_temporarily,
+SCENARIOS = [honest, exp_sum, random_numbers, disable_torch_dispatch, no_dispatch, pop_mode_temporarily,
              disable_current_modes, exclude_python_key, pop_mode_and_leave_it, redispatch,
              record_function_off, profiler_off, profiler_off_through_original, recorder_patched,
              thread_does_the_work, subclass_hides_work, python_kernel_over_allowed_op, numpy_read,

@@ -63,6 +63,7 @@ def test_torch_math_is_recorded_by_name(escapes):
     ("numpy_read", "Tensor.numpy"), ("tolist_read", "Tensor.tolist"),
     ("item_read", "aten._local_scalar_dense"), ("printing", "Tensor.__repr__"),
     ("custom_op", "kata_test.double"), ("subclass_hides_work", "aten.view on a tensor subclass (_Hiding)"),
+    ("random_numbers", "aten.rand_like"),
 ])
 def test_other_ways_of_computing_are_recorded(escapes, scenario, op):
     assert any(name.startswith(op) for name in escapes[scenario]["ops"]), escapes[scenario]
@@ -93,6 +94,8 @@ def test_the_base_list_computes_nothing():
                  "aten.where", "aten.constant_pad_nd"}
     assert not computing & BASE_ALLOWED
     assert {"aten.empty", "aten.empty_like", "aten.view", "aten.copy_", "aten._to_copy", "aten.fill_"} <= BASE_ALLOWED
+    assert not {"aten.rand", "aten.rand_like", "aten.randn", "aten.randint", "aten.bernoulli",
+                "aten.uniform_", "aten.normal_", "aten.randperm"} & BASE_ALLOWED  # dropout's work
 
 
 def test_the_kata_may_allow_more_and_its_forbidden_list_wins():

@@ -15,19 +15,20 @@ from __future__ import annotations
 
 # (group, what it means for the user, aten overload packets). The order is the order shown.
 ALLOWED_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("allocate", "allocate tensors: torch.empty / zeros / ones / full / arange, their _like and "
-     "new_ forms, torch.tensor(...), resize_", (
+    ("allocate", "allocate tensors: torch.empty / zeros / ones / full / arange / linspace / eye, "
+     "their _like and new_ forms, torch.tensor(...), resize_", (
         "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.empty_permuted",
         "aten.new_empty", "aten.new_empty_strided", "aten.zeros", "aten.zeros_like",
         "aten.new_zeros", "aten.ones", "aten.ones_like", "aten.new_ones", "aten.full",
-        "aten.full_like", "aten.new_full", "aten.scalar_tensor", "aten.arange",
-        "aten.lift_fresh", "aten.resize_", "aten.resize_as_", "aten.set_",
+        "aten.full_like", "aten.new_full", "aten.scalar_tensor", "aten.arange", "aten.linspace",
+        "aten.eye", "aten.lift_fresh", "aten.resize_", "aten.resize_as_", "aten.set_",
     )),
     ("fill", "fill a tensor with a constant: fill_, zero_", (
         "aten.fill_", "aten.zero_",
     )),
     ("view", "views and metadata: view, reshape, flatten, t, transpose, permute, expand, "
-     "(un)squeeze, slicing and indexing with ints and slices, narrow, split, unbind, detach", (
+     "(un)squeeze, slicing and indexing with ints and slices, narrow, split, unbind, detach; "
+     "dtype and layout queries (promote_types, can_cast, is_pinned)", (
         "aten.view", "aten._unsafe_view", "aten._reshape_alias", "aten.reshape", "aten.as_strided",
         "aten.as_strided_", "aten.alias", "aten.t", "aten.t_", "aten.transpose", "aten.transpose_",
         "aten.permute", "aten.expand", "aten.unsqueeze", "aten.unsqueeze_", "aten.squeeze",
@@ -37,6 +38,11 @@ ALLOWED_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "aten.view_as_complex", "aten.real", "aten.imag", "aten.sym_size", "aten.sym_stride",
         "aten.sym_numel", "aten.sym_storage_offset", "aten.size", "aten.stride", "aten.numel",
         "aten.dim", "aten.is_contiguous", "aten.is_same_size", "aten.record_stream",
+        # dtype and layout queries: no tensor data read
+        "aten.promote_types", "aten.result_type", "aten.can_cast", "aten.is_pinned", "aten.is_set_to",
+        "aten.is_non_overlapping_and_dense", "aten.is_strides_like_format", "aten.sym_is_contiguous",
+        "aten.get_device", "aten.is_floating_point", "aten.is_complex", "aten.is_signed",
+        "aten.is_conj", "aten.is_neg", "aten.is_inference", "aten._has_compatible_shallow_copy_type",
         "profiler._record_function_enter_new", "profiler._record_function_exit",
     )),
     ("copy", "layout and dtype copies on the tensor's device: contiguous, clone, .to(dtype), copy_", (
