@@ -364,7 +364,10 @@ class _ServiceJudge:
 GPU_MEMORY_EXHAUSTED = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory")
 GPU_BUSY_MESSAGE = ("The GPU ran out of memory while the grader itself worked (checking outputs; "
                     "not your fault): another grade or program is probably using this GPU. Grade "
-                    "again when it is free; nvidia-smi lists what runs there.\n")
+                    "again when it is free; nvidia-smi lists what runs there. If nothing else runs "
+                    "there, this kata's largest cases need more memory than this GPU has (the "
+                    "catalogue's largest grades peak near 72 GB on an 80 GB H100: adamw, "
+                    "cross_entropy, paged_decode; docs/PERFORMANCE.md).\n")
 
 
 def _judge(kata: Kata, mode: str, seed: int, plan: list[dict], tmp_path: Path):

@@ -126,7 +126,9 @@ ADVICE = {
     "load_error": "fix the file so it imports and defines the kata's entry function",
     "internal_error": "not your fault: please report it",
     "gpu_busy": "not your fault: the GPU's memory was taken by another grade or program (see "
-                "nvidia-smi); grade again when the GPU is free",
+                "nvidia-smi); grade again when the GPU is free. With nothing else on it, the GPU "
+                "is too small for this kata's largest cases (up to ~72 GB: adamw, cross_entropy, "
+                "paged_decode)",
 }
 
 DIAGNOSES = sorted(ADVICE)
