@@ -56,6 +56,7 @@ def fp8_honest():
     # Rounding done elsewhere (a kernel writing the bits): a bit view into float8 and casts out of
     # float8 or into other dtypes convert nothing into it.
     q = torch.zeros(64, dtype=torch.uint8).view(torch.float8_e4m3fn)
+    q[:8] = torch.tensor(0.0)  # a constant filled in
     return q.float(), x.to(torch.bfloat16), q.clone()
 
 

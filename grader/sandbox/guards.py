@@ -241,7 +241,8 @@ def _cast_into(name: str, args, result) -> str | None:
         target, sources = (tensors[0], tensors[1:]) if tensors else (None, [])
     else:  # _to_copy(self), copy(self, src): a new tensor
         target, sources = (result if isinstance(result, torch.Tensor) else None), tensors
-    if target is None or all(src.dtype == target.dtype for src in sources):
+    # A 0-d source is a constant being filled in (q[:] = torch.tensor(0.0)): no rounding of data.
+    if target is None or all(src.dtype == target.dtype or src.dim() == 0 for src in sources):
         return None
     return str(target.dtype).removeprefix("torch.")
 
