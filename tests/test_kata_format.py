@@ -227,10 +227,11 @@ def test_inputs_other_than_inplace_must_stay_unchanged(fixture_katas, tmp_path):
     assert result.status == "fail" and "input 'grads[" in result.message
 
 
-def test_first_call_inplace_outputs_are_handed_over_as_copies(fixture_katas, monkeypatch):
+def test_first_call_outputs_are_handed_over_as_copies(fixture_katas, monkeypatch):
     """On a GPU the worker hands outputs over by reference (CUDA IPC). An in-place output is an
     input buffer, and the second checked call writes new results into it before the checker
-    reads the first call's: so the first call's in-place outputs go over as copies."""
+    reads the first call's (so may a returned output the submission reuses across calls): so
+    the first call's outputs go over as copies."""
     import torch
 
     from grader.sandbox import worker
@@ -241,7 +242,7 @@ def test_first_call_inplace_outputs_are_handed_over_as_copies(fixture_katas, mon
     monkeypatch.setattr(worker.handover, "share", lambda t: handed.append(t) or {})
     monkeypatch.setattr(worker.torch.cuda, "synchronize", lambda: None)
     params = [torch.arange(4.0), torch.arange(3.0)]
-    runner._save({"params": params}, copy_inplace=True)  # the first call
+    runner._save({"params": params}, copy_first=True)  # the first call
     assert [t.data_ptr() for t in handed] != [p.data_ptr() for p in params]
     assert all(torch.equal(t, p) for t, p in zip(handed, params))
     handed.clear()

@@ -294,9 +294,11 @@ class CaseRunner:
             over = memory_budget.judge(meter.extra - memory_budget.output_bytes(returned_leaves), *budget)
             if over:
                 raise CaseProblem(over)  # a design flaw, not a cheat: the diagnosis memory_budget
-        # The first call's in-place outputs live in the buffers the second call reuses: on a GPU
-        # (handed over by reference, not copied) they are handed over as copies.
-        return self._save(outputs, copy_inplace=not again)
+        # The second call may write into the first call's output buffers before the checker reads
+        # them: the in-place outputs always, returned ones where the submission reuses its
+        # output tensors across calls. On a GPU (handed over by reference, not copied) the first
+        # call's outputs are therefore handed over as copies, as a CPU's file holds them.
+        return self._save(outputs, copy_first=not again)
 
     def _call(self, args, meter: memory_budget.PeakMeter | None = None) -> tuple[object, int]:
         """(what the submission returned, how many Triton kernels it launched); `meter`, when
@@ -432,19 +434,18 @@ class CaseRunner:
                         raise CaseProblem(f"output '{label}' shares memory with input '{shared}': "
                                           "return a new tensor", "output_aliases_input")
 
-    def _save(self, outputs: dict, copy_inplace: bool = False):
+    def _save(self, outputs: dict, copy_first: bool = False):
         """The outputs handed to the checker: CUDA IPC handles on a GPU (the tensors are kept
         alive in self.shared until the parent has the verdict), else plain CPU copies in a file.
-        copy_inplace: hand over copies of the in-place outputs, whose buffers a later call
-        overwrites before the checker reads them."""
+        copy_first: hand over copies (a first checked call's outputs, whose buffers the second
+        call may overwrite before the checker reads them)."""
         leaves = {name: [t.detach() for _, t in flatten(got, name)] if isinstance(got, (list, tuple))
                   else [got.detach()] for name, got in outputs.items()}
         if self.device == "cuda":
             try:
                 handed = {}
                 for name, tensors in leaves.items():
-                    copy = copy_inplace and name in self.task.inplace
-                    tensors = [t.clone(memory_format=torch.contiguous_format) if copy else t.contiguous()
+                    tensors = [t.clone(memory_format=torch.contiguous_format) if copy_first else t.contiguous()
                                for t in tensors]
                     self.shared.extend(tensors)
                     handed[name] = [handover.share(t) for t in tensors]

@@ -90,3 +90,22 @@ def test_an_honest_shortcut_without_a_kernel_grades_clean(tmp_path):
     path.write_text(source.replace(marker, "    if p == 0.0:\n        return x.clone()\n" + marker, 1))
     result = grade(get_kata("dropout"), path, "gpu")
     assert result.status == "pass" and result.cheats == [], (result.message, result.cheats)
+
+
+def test_an_output_buffer_reused_across_calls_is_judged_call_by_call(tmp_path):
+    # The kernel recomputes into one module-level output per shape: each call's result is right
+    # when it returns. The second checked call overwrites the first's buffer before the checker
+    # reads it, so the first call's outputs must go over as copies (as on the CPU), or the first
+    # call reads as wrong ("input_dependent_error").
+    source = (Path(__file__).resolve().parent.parent.parent / "reference" / "vector_add.py").read_text()
+    marker = "    out = torch.empty_like(x)\n"
+    assert marker in source
+    reuse = ("    key = (x.shape, x.dtype, x.device)\n"
+             "    if _OUTPUTS.get(key) is None:\n"
+             "        _OUTPUTS[key] = torch.empty_like(x)\n"
+             "    out = _OUTPUTS[key]\n")
+    path = tmp_path / "solution.py"
+    path.write_text(source.replace(marker, reuse, 1) + "\n\n_OUTPUTS = {}\n")
+    result = grade(get_kata("vector_add"), path, "gpu")
+    assert result.correct and result.cheats == [] and result.diagnoses == [], (
+        result.message, result.cheats, result.diagnoses)
