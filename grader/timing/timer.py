@@ -204,6 +204,14 @@ class _GraphSide:
             self.outputs = [fn(*args) for args in sets]
         if launch_log is not None:
             launch_log.stream = torch.cuda.current_stream().cuda_stream
+        # A function that reuses its output buffer across calls leaves one replay holding the
+        # last set's result in every set's output, and a kept sample could not be checked:
+        # time it call by call instead (time_pair falls back when this raises).
+        owners: dict[int, int] = {}
+        for index, out in enumerate(self.outputs):
+            for t in _leaves(out):
+                if owners.setdefault(t.untyped_storage().data_ptr(), index) != index:
+                    raise RuntimeError("the calls share an output buffer across input sets")
 
     def run(self, n: int, flush) -> list[float]:
         def before(i):
@@ -222,6 +230,14 @@ class _GraphSide:
 
         times = _event_times(call, n, before, flush, after, self.lead)
         return [t / self.calls_per_sample for t in times]
+
+
+def _leaves(value) -> list:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _leaves(item)]
+    return []
 
 
 def _clone_all(value):
