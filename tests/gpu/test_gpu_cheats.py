@@ -145,34 +145,66 @@ def vector_add(x, y):
     assert again.status == "pass", again.message
 
 
-def test_short_kernels_are_timed_by_graph_replay():
-    from grader.kata.catalog import get_kata as kata
-    from grader.timing import timer as timing
-
+def _vector_add_reference():
     import importlib.util
-    spec = importlib.util.spec_from_file_location("ref_vector_add", kata("vector_add").reference_path)
+    spec = importlib.util.spec_from_file_location("ref_vector_add", get_kata("vector_add").reference_path)
     ref = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ref)
-    def make_args(salt):
-        gen = torch.Generator(device="cuda")
-        gen.manual_seed(sum(map(ord, salt)))
-        return (torch.randn(1 << 16, device="cuda", generator=gen),
-                torch.randn(1 << 16, device="cuda", generator=gen))
+    return ref
 
-    class KeepSome:  # the parent's role: keep a few calls, chosen here
-        def begin(self, calls, n_sets):
-            self.keep_at = {3: 1, calls // 2: 0, calls - 1: n_sets - 1}
 
-        def keep(self, call):
-            return self.keep_at.get(call)
+def _short_inputs(salt):
+    """Inputs of a kernel far under timer.SHORT_MS: timed by CUDA-graph replay."""
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(sum(map(ord, salt)))
+    return (torch.randn(1 << 16, device="cuda", generator=gen),
+            torch.randn(1 << 16, device="cuda", generator=gen))
 
-    result = timing.time_pair(ref.vector_add, lambda x, y: x + y, make_args, seed=1, sampler=KeepSome())
+
+class _KeepSome:  # the parent's role: keep a few calls, chosen here
+    def begin(self, calls, n_sets):
+        self.keep_at = {3: 1, calls // 2: 0, calls - 1: n_sets - 1}
+
+    def keep(self, call):
+        return self.keep_at.get(call)
+
+
+def test_short_kernels_are_timed_by_graph_replay():
+    from grader.timing import timer as timing
+
+    ref = _vector_add_reference()
+    result = timing.time_pair(ref.vector_add, lambda x, y: x + y, _short_inputs, seed=1, sampler=_KeepSome())
     assert result.method == "cuda_graph" and result.calls_per_sample >= 8
     assert 0.3 < result.speedup < 3.0 and result.time_ms < 0.02
     assert len(result.checked) == 3
     for sample in result.checked:  # what the replay returned, for the inputs rebuilt by replay
-        sets = [make_args(f"/timing{i}") for i in range(result.n_sets)]
+        sets = [_short_inputs(f"/timing{i}") for i in range(result.n_sets)]
         replay(sets, 1, sample.call, per_call_all_sets=True)
+        x, y = sets[sample.set]
+        torch.testing.assert_close(sample.outputs, x + y)
+
+
+def test_a_short_kernel_reusing_its_output_is_timed_call_by_call():
+    # CUDA-graph timing replays one call per input set; with one output buffer shared by all of
+    # them, a kept sample would hold the last set's result. The timer sees the shared buffer and
+    # times call by call instead, where each kept output is copied as it returns.
+    import triton
+
+    from grader.timing import timer as timing
+
+    ref = _vector_add_reference()
+    buffers = {}
+
+    def reusing(x, y):
+        out = buffers.setdefault((x.shape, x.dtype), torch.empty_like(x))
+        ref.add_kernel[(triton.cdiv(x.numel(), 4096),)](x, y, out, x.numel(), BLOCK_SIZE=4096, num_warps=8)
+        return out
+
+    result = timing.time_pair(reusing, lambda x, y: x + y, _short_inputs, seed=1, sampler=_KeepSome())
+    assert result.method == "events" and len(result.checked) == 3
+    for sample in result.checked:
+        sets = [_short_inputs(f"/timing{i}") for i in range(result.n_sets)]
+        replay(sets, 1, sample.call, per_call_all_sets=False)
         x, y = sets[sample.set]
         torch.testing.assert_close(sample.outputs, x + y)
 
