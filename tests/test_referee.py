@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from grader.sandbox.control import SAMPLED, ParentLine, ParentSampler, Referee
-from grader.timing.perturb import Perturber, replay
+from grader.timing.perturb import Perturber, Replay, replay
 
 PLAN = [{"key": f"t/c{i}/float32", "task": "t", "case": f"c{i}", "dtype": "float32"} for i in range(3)]
 
@@ -157,6 +157,22 @@ def test_replay_rebuilds_the_inputs_of_any_timed_call(graph):
         for b, a in zip(before, after):
             assert torch.equal(torch.sign(a), torch.sign(b)) and torch.isfinite(a).all()
     assert any(not torch.equal(b, a) for s, t in zip(drawn, seen[39]) for b, a in zip(s, t))
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_replay_brought_forward_call_by_call_matches_a_replay_from_the_draw(graph):
+    # The checker verifies a case's kept timed calls in ascending order on one draw of the sets.
+    gen = torch.Generator().manual_seed(3)
+    drawn = [(torch.randn(5, 200, generator=gen),) for _ in range(3)]
+    changes = Replay([tuple(t.clone() for t in s) for s in drawn], 77, graph)
+    for call in (-1, 4, 5, 23):
+        changes.advance(call)
+        fresh = [tuple(t.clone() for t in s) for s in drawn]
+        if call >= 0:
+            replay(fresh, 77, call, graph)
+        assert all(torch.equal(g, w) for a, b in zip(changes.sets, fresh) for g, w in zip(a, b))
+    with pytest.raises(ValueError, match="draw them again"):
+        changes.advance(22)  # changes cannot be taken back
 
 
 def test_fp8_inputs_are_perturbed_and_replayed():

@@ -88,6 +88,24 @@ def test_kept_timed_outputs_verify_against_replayed_inputs(monkeypatch, tmp_path
     assert _verify(checker, planned, result, tmp_path) is None
 
 
+def test_kept_timed_outputs_in_any_order_share_one_draw_of_the_sets(monkeypatch, tmp_path):
+    # A large case's inputs can cost as much to draw as its truth (flash attention's backward
+    # draws o and lse through a float64 forward): the sets are drawn once per case, not per sample.
+    from grader.judge.inputs import case_seed
+
+    timing = _cpu_timing(monkeypatch)
+    checker, planned, make_args = _vector_add_checker_and_args()
+    honest = lambda x, y: x + y  # noqa: E731
+    result = timing.time_pair(honest, honest, make_args, seed=case_seed(7, planned["key"] + "/rng"),
+                              use_graph=False, sampler=_KeepAt({3: 0, 31: 1, 44: 2}))
+    result.checked.reverse()  # the worker's order is not the checker's
+    draws = []
+    drawing = checker._inputs
+    monkeypatch.setattr(checker, "_inputs", lambda *a: draws.append(a[-1]) or drawing(*a))
+    assert _verify(checker, planned, result, tmp_path) is None
+    assert sorted(draws) == ["/timing0", "/timing1", "/timing2"]
+
+
 def test_a_stale_timed_output_is_named_cached_results(monkeypatch, tmp_path):
     from grader.judge.inputs import case_seed
 

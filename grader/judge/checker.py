@@ -29,7 +29,7 @@ from grader.judge.inputs import AGAIN, case_seed, clone, flatten, make_case_inpu
 from grader.judge.properties import judge as judge_property
 from grader.judge.value_diagnosis import analyse
 from grader.kata.format import Kata, load_kata
-from grader.timing.perturb import replay
+from grader.timing.perturb import Replay
 
 DOWNGRADES = (torch.bfloat16, torch.float16)
 
@@ -209,14 +209,21 @@ class Checker:
         (a race, state kept across calls, a bug only the bench shapes hit) produce those too.
         """
         task = self.tasks[planned["task"]]
-        key = planned["key"]
         graph = method == "cuda_graph"
         for sample in samples:
             call, index = sample.get("call"), sample.get("set")
             if not isinstance(call, int) or not isinstance(index, int) or not isinstance(n_sets, int) \
                     or not 0 <= index < n_sets:
                 return {"cheat": "fake_result", "message": "a kept timed output the grader did not ask for"}
-            inputs = self._timed_inputs(task, planned, n_sets, call, graph)[index]
+        # In call order, so one draw of the sets serves every sample: a large case's inputs can
+        # take a float64 pass to draw (flash attention's backward), as long as its truth.
+        sets, changes = None, None
+        for sample in sorted(samples, key=lambda s: s["call"]):
+            call, index = max(sample["call"], -1), sample["set"]
+            if changes is None or call < changes.applied:
+                sets, changes = self._timed_sets(task, planned, n_sets, graph)
+            changes.advance(call)
+            inputs = sets[index]
             got = handover.load(sample.get("file"))
             verdict = self.compare(task, inputs, got, planned["case"])
             if verdict["ok"]:
@@ -233,13 +240,18 @@ class Checker:
             return {"cheat": None, "diagnosis": found.to_dict(), "message": found.text}
         return None
 
-    def _timed_inputs(self, task, planned: dict, n_sets: int, call: int, graph: bool) -> list[dict]:
-        """The input sets as they stood when the submission made timed call `call`."""
+    def _timed_sets(self, task, planned: dict, n_sets: int, graph: bool) -> tuple[list[dict], Replay]:
+        """The timed input sets as drawn, and the Replay that brings them (in place) to the
+        inputs of a later call."""
         sets = [self._inputs(task, planned["case"], planned["dtype"], planned["key"], f"/timing{i}")
                 for i in range(n_sets)]
         args = [tuple(s[a] for a in task.args) for s in sets]
-        if call >= 0:
-            replay(args, case_seed(self.seed, planned["key"] + "/rng"), call, graph)
+        return sets, Replay(args, case_seed(self.seed, planned["key"] + "/rng"), graph)
+
+    def _timed_inputs(self, task, planned: dict, n_sets: int, call: int, graph: bool) -> list[dict]:
+        """The input sets as they stood when the submission made timed call `call`."""
+        sets, changes = self._timed_sets(task, planned, n_sets, graph)
+        changes.advance(max(call, -1))
         return sets
 
     def _stale(self, task, planned: dict, n_sets: int, call: int, graph: bool, index: int,

@@ -66,16 +66,34 @@ def _halve(span: torch.Tensor) -> None:
         span.mul_(0.5)
 
 
-def replay(sets: list, seed: int, calls: int, per_call_all_sets: bool) -> None:
-    """Apply, in place, the changes made before the first `calls` + 1 submission calls.
+class Replay:
+    """Input sets brought forward call by call: advance(call) applies the changes made before
+    every submission call up to `call`, so the inputs of several timed calls, visited in
+    ascending order, are rebuilt from one draw of the sets.
 
     per_call_all_sets: graph timing changes every set before each replay; call-by-call timing
     changes only the set the call uses (set `call % len(sets)`).
     """
-    perturb = Perturber(seed)
-    for call in range(calls + 1):
-        if per_call_all_sets:
-            for args in sets:
-                perturb(args)
-        else:
-            perturb(sets[call % len(sets)])
+
+    def __init__(self, sets: list, seed: int, per_call_all_sets: bool):
+        self.sets = sets
+        self._perturb = Perturber(seed)
+        self._all_sets = per_call_all_sets
+        self.applied = -1  # the last call whose change the sets hold
+
+    def advance(self, call: int) -> None:
+        if call < self.applied:
+            raise ValueError(f"the sets already hold the changes up to call {self.applied}: "
+                             f"draw them again to rebuild call {call}")
+        for c in range(self.applied + 1, call + 1):
+            if self._all_sets:
+                for args in self.sets:
+                    self._perturb(args)
+            else:
+                self._perturb(self.sets[c % len(self.sets)])
+        self.applied = max(self.applied, call)
+
+
+def replay(sets: list, seed: int, calls: int, per_call_all_sets: bool) -> None:
+    """Apply, in place, the changes made before the first `calls` + 1 submission calls."""
+    Replay(sets, seed, per_call_all_sets).advance(calls)
