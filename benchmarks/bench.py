@@ -60,7 +60,8 @@ def bench_kata(kata, ceilings: dict, compile_dtypes: set[str] | None = None) -> 
     rows = []
     for task in kata.tasks:
         baseline = getattr(spec, task.baseline_fn)
-        compiled = torch.compile(baseline, dynamic=False)
+        # A baseline marked `bench_compile = False` (an autograd call) is timed eager only.
+        compiled = torch.compile(baseline, dynamic=False) if getattr(baseline, "bench_compile", True) else None
         for case in (c for c in task.cases if c.bench):
             for dtype_name in case.dtypes:
                 dtype = getattr(torch, dtype_name)
@@ -71,7 +72,7 @@ def bench_kata(kata, ceilings: dict, compile_dtypes: set[str] | None = None) -> 
                     inputs = getattr(spec, task.inputs_fn)(dict(case.params), dtype, "cuda", gen)
                     input_sets.append(tuple(inputs[a] for a in task.args))
                 impls = {"reference": getattr(reference, task.name), "eager": baseline}
-                if compile_dtypes is None or dtype_name in compile_dtypes:  # compiling costs ~10 s a shape
+                if compiled is not None and (compile_dtypes is None or dtype_name in compile_dtypes):  # ~10 s a shape
                     impls["compile"] = compiled
                 # More peers a spec names (BENCH_PEERS = {name: function in spec.py}).
                 impls.update({name: getattr(spec, fn) for name, fn in getattr(spec, "BENCH_PEERS", {}).items()})

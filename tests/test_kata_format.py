@@ -255,6 +255,27 @@ def test_every_builtin_kata_loads():
         assert load_kata(kata.directory).name == kata.name
 
 
+def test_no_spec_imports_torch_dynamo_when_it_loads():
+    # Every grade loads its kata's spec in the worker and in the checker: torch._dynamo (pulled
+    # in by a decorator such as @torch.compiler.disable) cost flash_attention's grades seconds
+    # of start-up on a GPU machine. A fresh interpreter, since this one may have loaded it.
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, torch\n"
+        "from grader.kata import catalog\n"
+        "from grader.judge.checker import load_spec\n"
+        "heavy = []\n"
+        "for kata in catalog.all_katas():\n"
+        "    load_spec(kata)\n"
+        "    if 'torch._dynamo' in sys.modules and not heavy:\n"
+        "        heavy.append(kata.name)\n"
+        "print(heavy)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", f"these specs import torch._dynamo when they load: {out.stdout}"
+
+
 def test_documented_property_check_example_dropout():
     """The "Property checks" example: parsed with its property function, and the dropout kata
     itself declares the same one."""

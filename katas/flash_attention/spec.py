@@ -346,7 +346,6 @@ def peer_sdpa_cudnn(q, k, v, causal, sm_scale):
 _GRAPH = {"key": None, "leaves": None, "out": None}
 
 
-@torch.compiler.disable  # nothing to fuse in an autograd call; benchmarks/bench.py compiles baselines
 def _sdpa_backward(q, k, v, do, causal, sm_scale, backend):
     key = (tuple(q.shape), tuple(k.shape), q.dtype, str(q.device), causal, sm_scale, backend)
     with torch.enable_grad():
@@ -369,6 +368,12 @@ def baseline_backward(q, k, v, o, lse, do, causal, sm_scale):
     """Autograd's backward of F.scaled_dot_product_attention, as baseline() runs it (the
     FlashAttention-2 backward for bf16/fp16 on an H100/H200), from the same do."""
     return _sdpa_backward(q, k, v, do, causal, sm_scale, "default")
+
+
+# An autograd call has nothing for torch.compile to fuse: benchmarks/bench.py times it eager
+# only. (Marked here rather than with @torch.compiler.disable, which imports torch._dynamo when
+# this module loads: seconds of every grade's start-up, in the worker and in the checker.)
+baseline_backward.bench_compile = False
 
 
 def peer_sdpa_flash_backward(q, k, v, o, lse, do, causal, sm_scale):
