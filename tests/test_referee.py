@@ -74,6 +74,23 @@ def test_keep_going_times_anyway_and_fail_fast_stops_at_the_first_failure(line_t
     assert referee.stopped_at == PLAN[0]["key"]
 
 
+@pytest.mark.parametrize("failing, timed", [((), True), ((PLAN[1]["key"],), False)])
+def test_the_compile_ahead_hooks_hear_each_case_once_and_timing_before_it_starts(line_to, failing, timed):
+    # grader.grading.compile_ahead: its helpers start at the first case, stop when the worker
+    # reaches their share, and stop before timing, which must have the GPU alone.
+    line, referee = line_to(FakeJudge(failing=failing))
+    heard = []
+    referee.case_started = lambda key: heard.append(("case", key))
+    referee.before_timing = lambda: heard.append(("timing", None))
+    for p in PLAN:
+        line.ask("start", key=p["key"], phase="case", limit_s=60)
+        line.ask("start", key=p["key"], phase="case", limit_s=10)  # its limit, now known
+        line.ask("case", key=p["key"], result={"status": "ran", "outputs": {}})
+    assert heard == [("case", p["key"]) for p in PLAN]
+    assert line.ask("time") == {"time": timed}
+    assert heard[3:] == ([("timing", None)] if timed else [])
+
+
 def test_timed_calls_to_verify_are_chosen_by_the_parent_and_revealed_only_after_each_call(line_to):
     judge = FakeJudge()
     line, referee = line_to(judge)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from grader import __version__
-from grader.grading import warm_start
+from grader.grading import compile_ahead, warm_start
 from grader.grading.plan import PlannedCase, build_plan
 from grader.judge import diagnose
 from grader.kata.format import Kata
@@ -179,6 +179,11 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         referee = Referee(ours, judge, plan_dicts, fail_fast=options["fail_fast"],
                           keep_going=options["keep_going"], progress=options["progress"],
                           turns=options["turns"])
+        runs = compile_ahead.shares(kata, plan_dicts,
+                                    compile_ahead.helper_count(mode, options["turns"] is not None))
+        helpers = compile_ahead.Helpers(runs, request, tmp_path, limits, _start_worker,
+                                        lambda folder: _worker_env(mode, folder), referee.timeline)
+        referee.case_started, referee.before_timing = helpers.case_started, helpers.stop
         try:
             with open(output_path, "wb") as output:
                 proc = _start_worker(request_path, workdir, _worker_env(mode, tmp_path / "tmp"),
@@ -189,6 +194,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                     breach = watchdog.watch(proc, limits, output_path, seen,
                                             extra=lambda: _overdue(referee, plan_dicts, kata))
                 finally:
+                    helpers.stop()
                     watchdog.freeze(seen)
                     _kill_group(proc)
                     watchdog.kill_all(seen)

@@ -126,6 +126,10 @@ class Referee(threading.Thread):
         self._random = secrets.SystemRandom()
         self._lock = threading.Lock()
         self._turns, self._timing_held, self._in_case = turns, False, False
+        # Hooks of the grade's compile-ahead helpers (grader.grading.compile_ahead): told of each
+        # checked case the worker starts, and called before timing, which needs the GPU alone.
+        self.case_started = lambda key: None
+        self.before_timing = lambda: None
 
     # -- the thread ------------------------------------------------------------------------
     def run(self) -> None:
@@ -179,6 +183,8 @@ class Referee(threading.Thread):
                                 "limit_s": float(limit)}
         if not again:
             self.progress({"type": "start", "key": key, "phase": phase})
+            if phase == "case":
+                self.case_started(key)
         return {}
 
     def _on_case(self, request, key):
@@ -216,6 +222,8 @@ class Referee(threading.Thread):
         go = self.keep_going or not failed
         self.timing_skipped = not go
         self._end_case()
+        if go:
+            self.before_timing()
         if go and self._turns is not None and not self._timing_held:
             self.progress({"type": "start", "key": "(waiting for the GPU)", "phase": "timing"})
             self._turns.timing_begin()  # no other grade's cases run while this one times

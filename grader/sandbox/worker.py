@@ -565,9 +565,12 @@ def main(request_path: str) -> int:
     versions = {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__}
     device_name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU (Triton interpreter)"
     ceilings, measured = None, False
+    # A compile-ahead helper (grader.grading.compile_ahead): it runs cases only to fill Triton's
+    # cache, and nobody reads its results; it measures nothing and runs no baseline.
+    warm_up = bool(request.get("warm_up"))
     if device == "cuda":
         ceilings = request.get("ceilings_cache", {}).get(cache_key(device_name, versions))
-    if device == "cuda" and not ceilings:
+    if device == "cuda" and not ceilings and not warm_up:
         # Measured before the submission is imported, so nothing it does can skew them.
         ceilings, measured = measure_ceilings(), True
     reporter.emit({"type": "env", "device": device_name, "versions": versions,
@@ -605,9 +608,10 @@ def main(request_path: str) -> int:
             # The case's turn on the GPU starts before the baseline is run to set its limit: a
             # grade timing beside this one (selftest) must not share the GPU with it either.
             line.ask("start", key=planned["key"], phase="case", limit_s=cap or CASE_CAP_S)
-            limit = case_limit_s(mode, planned["task"] not in compiled, runner.baseline_s(planned), cap)
-            compiled.add(planned["task"])
-            line.ask("start", key=planned["key"], phase="case", limit_s=limit)
+            if not warm_up:
+                limit = case_limit_s(mode, planned["task"] not in compiled, runner.baseline_s(planned), cap)
+                compiled.add(planned["task"])
+                line.ask("start", key=planned["key"], phase="case", limit_s=limit)
             result = runner.run_case(planned)
             if result["status"] != "ran":
                 failed_tasks.add(planned["task"])

@@ -1,0 +1,202 @@
+"""Compile ahead: helper workers that run a GPU grade's later checked cases early, so that their
+kernels are in Triton's cache by the time the grade's own worker reaches them.
+
+A cold GPU grade is compile-bound: the worker runs its checked cases one after another, and each
+new shape, dtype or flag compiles a kernel variant, 1-3 s each (docs/PERFORMANCE.md: 36 of
+flash_attention's 60 s of checked cases). Triton's cache is on disk and shared between processes,
+so helpers that run later cases at the same time compile them in parallel, and the worker loads
+what they compiled.
+
+Why a helper cannot change a verdict:
+- It is a worker like the grade's own (the same sandbox, the same watchdog limits), started with
+  `warm_up`: it measures nothing and runs no baseline, and nothing it reports, prints or returns
+  is read.
+- It draws its inputs from a seed of its own, so nothing it computes is of use to the grade's
+  worker (outputs a submission stashed for the worker to find would be the wrong ones).
+- It runs only small cases (bytes moved, from the kata's cost expression, under CASE_BYTES) with
+  a small share of GPU memory, and only for katas whose every case is modest (KATA_BYTES): the
+  large ones need the GPU's memory for the grade itself.
+- It is stopped as soon as the grade's worker starts a case of its share, before timing (which
+  needs the GPU alone), and when the grade ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import threading
+import time
+from pathlib import Path
+
+from grader.kata.format import Kata
+from grader.sandbox import watchdog
+
+ENV_SWITCH = "KATA_COMPILE_AHEAD"  # the number of helpers; 0 turns them off
+MAX_HELPERS = 2
+CORES_PER_HELPER = 4  # a compile takes a core; the worker and the checker need theirs
+GPU_MEMORY_FRACTION = 0.04
+CASE_BYTES = 256 << 20
+KATA_BYTES = 4 << 30
+_WIDE_DTYPES = ("float64", "int64", "complex64", "complex128")
+
+
+def helper_count(mode: str, shared_gpu: bool) -> int:
+    """How many helpers a grade starts: KATA_COMPILE_AHEAD when set; else none under the
+    interpreter (nothing compiles) or when grades share the GPU, and one per CORES_PER_HELPER
+    cores up to MAX_HELPERS."""
+    forced = os.environ.get(ENV_SWITCH, "").strip()
+    if forced:
+        try:
+            return max(0, min(8, int(forced)))
+        except ValueError:
+            return 0
+    if mode != "gpu" or shared_gpu:
+        return 0
+    return max(0, min(MAX_HELPERS, (os.cpu_count() or 1) // CORES_PER_HELPER - 1))
+
+
+def _case_bytes(kata: Kata, planned: dict) -> float | None:
+    task = next(t for t in kata.tasks if t.name == planned["task"])
+    if not task.cost_bytes:
+        return None
+    itemsize = 8 if planned["dtype"] in _WIDE_DTYPES else 4  # an upper bound for the rest
+    try:
+        return float(task.cost(task.case(planned["case"]), itemsize)[0])
+    except Exception:  # noqa: BLE001 - an expression that needs what this case lacks: unknown
+        return None
+
+
+def shares(kata: Kata, plan: list[dict], count: int) -> list[list[dict]]:
+    """The cases each helper runs, in plan order: the small checked cases cut into count + 1
+    runs of equal length. The grade's worker compiles the first run itself while helper i runs
+    run i + 1. None for a kata with a case of unknown or large size."""
+    runnable = [p for p in plan if not p.get("skip_reason")]
+    if count <= 0 or not runnable:
+        return []
+    sizes = [_case_bytes(kata, p) for p in runnable]
+    if any(size is None or size > KATA_BYTES for size in sizes):
+        return []
+    small = [p for p, size in zip(runnable, sizes) if not p["bench"] and size <= CASE_BYTES]
+    cuts = [round(i * len(small) / (count + 1)) for i in range(count + 2)]
+    return [run for run in (small[cuts[i]:cuts[i + 1]] for i in range(1, count + 1)) if run]
+
+
+class _Helper:
+    def __init__(self, index: int, run: list[dict]):
+        self.index, self.run = index, run
+        self.keys = {p["key"] for p in run}
+        self.proc = None
+        self.seen: dict[int, int] = {}
+        self.ran: list[str] = []  # the cases it finished
+        self.stopped = False
+
+
+class Helpers:
+    """A grade's compile-ahead helpers. `case_started(key)` (the referee's hook) starts them at
+    the worker's first case and stops a helper once the worker reaches its share; stop() ends
+    them all. `timeline` gets (when, "ahead", key) for each case a helper finishes."""
+
+    def __init__(self, runs: list[list[dict]], request: dict, grade_dir: Path,
+                 limits: watchdog.Limits, launch, env_for, timeline: list | None = None):
+        self.helpers = [_Helper(i, run) for i, run in enumerate(runs)]
+        self._request, self._grade_dir, self._limits = request, grade_dir, limits
+        self._launch, self._env_for = launch, env_for
+        self.timeline = timeline if timeline is not None else []
+        self._lock = threading.Lock()
+        self._started = False
+        self._closed = False
+        self._threads: list[threading.Thread] = []
+
+    # -- the referee's hooks -----------------------------------------------------------------
+    def case_started(self, key: str) -> None:
+        with self._lock:
+            first = not self._started and not self._closed
+            self._started = True
+            caught_up = [h for h in self.helpers if key in h.keys and not h.stopped]
+        if first and self.helpers:
+            for helper in self.helpers:
+                self._start(helper)
+        for helper in caught_up:  # the worker is there: what is left of this share is its own
+            self._stop(helper)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._closed = True
+        for helper in self.helpers:
+            self._stop(helper)
+        for thread in self._threads:
+            thread.join(timeout=30)
+
+    # -- one helper ----------------------------------------------------------------------------
+    def _start(self, helper: _Helper) -> None:
+        folder = self._grade_dir / f"ahead{helper.index}"
+        for sub in ("work", "tmp", "outputs"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        ours, theirs = socket.socketpair()
+        request = dict(self._request, seed=secrets.randbits(32), plan=helper.run, warm_up=True,
+                       results=str(folder / "events.jsonl"), grade_dir=str(folder),
+                       outputs=str(folder / "outputs"), gpu_memory_fraction=GPU_MEMORY_FRACTION,
+                       control_fd=theirs.fileno())
+        request_path = folder / "request.json"
+        request_path.write_text(json.dumps(request))
+        output_path = folder / "output.txt"
+        with self._lock:
+            if self._closed or helper.stopped:
+                ours.close()
+                theirs.close()
+                return
+            with open(output_path, "wb") as output:
+                helper.proc = self._launch(request_path, folder / "work", self._env_for(folder / "tmp"),
+                                           output, theirs)
+        theirs.close()
+        for target in (lambda: self._answer(helper, ours), lambda: self._watch(helper, output_path)):
+            thread = threading.Thread(target=target, daemon=True, name=f"kata-ahead{helper.index}")
+            thread.start()
+            self._threads.append(thread)
+
+    def _answer(self, helper: _Helper, sock: socket.socket) -> None:
+        """The helper's side of the grader's line: every case is fine, timing is never wanted."""
+        reader, writer = sock.makefile("rb"), sock.makefile("wb")
+        try:
+            for line in reader:
+                try:
+                    request = json.loads(line)
+                except ValueError:
+                    request = {}
+                op = request.get("op") if isinstance(request, dict) else None
+                answer = {}
+                if op == "case":
+                    helper.ran.append(str(request.get("key")))
+                    self.timeline.append((time.monotonic(), "ahead", request.get("key")))
+                    answer = {"ok": True, "stop": False, "skip_task": False}
+                elif op == "time":
+                    answer = {"time": False}
+                writer.write((json.dumps(answer) + "\n").encode())
+                writer.flush()
+        except (OSError, ValueError):
+            pass
+        finally:
+            sock.close()
+
+    def _watch(self, helper: _Helper, output_path: Path) -> None:
+        watchdog.watch(helper.proc, self._limits, output_path, helper.seen)
+        self._stop(helper)
+
+    def _stop(self, helper: _Helper) -> None:
+        with self._lock:
+            helper.stopped = True
+            proc = helper.proc
+        if proc is None:
+            return
+        watchdog.freeze(helper.seen)
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        watchdog.kill_all(helper.seen)
+        try:
+            proc.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - killed above; a zombie is reaped by the warm start
+            pass

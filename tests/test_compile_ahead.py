@@ -1,0 +1,94 @@
+"""Compile-ahead helpers (grader.grading.compile_ahead): which cases they run, how many start, and
+that a grade with them reaches the verdict it reaches without them, leaving no process behind.
+
+On a GPU they fill Triton's cache; under the interpreter nothing compiles, so a grade starts none
+unless KATA_COMPILE_AHEAD says so, as these tests do to run the real processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.grading import compile_ahead
+from grader.grading.compile_ahead import Helpers, helper_count, shares
+from grader.grading.plan import build_plan
+from grader.grading.runner import grade
+from grader.kata import catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _plan(kata, mode="gpu"):
+    return [dict(p.to_dict(), key=p.key) for p in build_plan(kata, mode)]
+
+
+def test_shares_are_the_small_checked_cases_after_the_workers_own_third():
+    kata = catalog.get_kata("softmax")
+    plan = _plan(kata)
+    small = [p for p in plan if not p["skip_reason"] and not p["bench"]
+             and compile_ahead._case_bytes(kata, p) <= compile_ahead.CASE_BYTES]
+    runs = shares(kata, plan, 2)
+    assert len(runs) == 2 and all(runs)
+    # The worker compiles the first third itself; the helpers take the rest, in plan order.
+    assert [p["key"] for run in runs for p in run] == [p["key"] for p in small[round(len(small) / 3):]]
+    assert abs(len(runs[0]) - len(runs[1])) <= 1
+    assert not any(p["bench"] for run in runs for p in run)
+    assert shares(kata, plan, 0) == []
+
+
+def test_a_kata_with_a_case_too_large_to_share_the_gpu_gets_no_helpers():
+    kata = catalog.get_kata("adamw")  # its bench case moves ~19 GB
+    assert shares(kata, _plan(kata), 2) == []
+
+
+def test_how_many_helpers(monkeypatch):
+    monkeypatch.delenv(compile_ahead.ENV_SWITCH, raising=False)
+    monkeypatch.setattr(compile_ahead.os, "cpu_count", lambda: 16)
+    assert helper_count("gpu", shared_gpu=False) == 2
+    assert helper_count("gpu", shared_gpu=True) == 0  # grades side by side: the GPU is theirs
+    assert helper_count("interpret", shared_gpu=False) == 0  # nothing compiles there
+    monkeypatch.setattr(compile_ahead.os, "cpu_count", lambda: 4)
+    assert helper_count("gpu", shared_gpu=False) == 0  # the worker and the checker need the cores
+    monkeypatch.setenv(compile_ahead.ENV_SWITCH, "1")
+    assert helper_count("interpret", shared_gpu=True) == 1
+    monkeypatch.setenv(compile_ahead.ENV_SWITCH, "0")
+    assert helper_count("gpu", shared_gpu=False) == 0
+
+
+@pytest.fixture()
+def spied_helpers(monkeypatch):
+    """KATA_COMPILE_AHEAD=2, and the helpers each grade started, with the request each got."""
+    monkeypatch.setenv(compile_ahead.ENV_SWITCH, "2")
+    started = []
+    real_start = Helpers._start
+
+    def start(self, helper):
+        real_start(self, helper)
+        request = Path(self._grade_dir / f"ahead{helper.index}" / "request.json").read_text()
+        started.append((helper, request))
+
+    monkeypatch.setattr(Helpers, "_start", start)
+    return started
+
+
+@pytest.mark.parametrize("submission", ["reference/vector_add.py", "tests/wrong/vector_add_bad_mask.py"])
+def test_a_grade_with_helpers_reaches_the_same_verdict_and_leaves_none_running(
+        spied_helpers, monkeypatch, submission):
+    import json
+
+    kata = catalog.get_kata("vector_add")
+    helped = grade(kata, ROOT / submission, "interpret", seed=11, keep_going=True)
+    assert len(spied_helpers) == 2
+    for helper, request_text in spied_helpers:
+        request = json.loads(request_text)
+        assert request["warm_up"] is True and request["seed"] != 11  # its inputs are of no use
+        assert request["plan"] == helper.run
+        assert request["gpu_memory_fraction"] == compile_ahead.GPU_MEMORY_FRACTION
+        assert helper.proc.poll() is not None  # stopped with the grade
+    monkeypatch.setenv(compile_ahead.ENV_SWITCH, "0")
+    alone = grade(kata, ROOT / submission, "interpret", seed=11, keep_going=True)
+    assert helped.status == alone.status
+    assert [(c.task, c.name, c.dtype, c.status, c.message) for c in helped.cases] == \
+        [(c.task, c.name, c.dtype, c.status, c.message) for c in alone.cases]
+    assert helped.cheats == alone.cheats == []
