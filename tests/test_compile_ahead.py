@@ -45,6 +45,8 @@ def test_a_kata_with_a_case_too_large_to_share_the_gpu_gets_no_helpers():
 def test_how_many_helpers(monkeypatch):
     monkeypatch.delenv(compile_ahead.ENV_SWITCH, raising=False)
     monkeypatch.setattr(compile_ahead.os, "cpu_count", lambda: 16)
+    assert helper_count("gpu", shared_gpu=False) == int(compile_ahead.DEFAULT)
+    monkeypatch.setenv(compile_ahead.ENV_SWITCH, "auto")
     assert helper_count("gpu", shared_gpu=False) == 2
     assert helper_count("gpu", shared_gpu=True) == 0  # grades side by side: the GPU is theirs
     assert helper_count("interpret", shared_gpu=False) == 0  # nothing compiles there

@@ -33,7 +33,10 @@ from pathlib import Path
 from grader.kata.format import Kata
 from grader.sandbox import watchdog
 
-ENV_SWITCH = "KATA_COMPILE_AHEAD"  # the number of helpers; 0 turns them off
+ENV_SWITCH = "KATA_COMPILE_AHEAD"  # the number of helpers, or "auto"; 0 turns them off
+# Off until grade times with and without helpers are measured on a GPU
+# (benchmarks/cold_grade_time.sh); "auto" is the rule of helper_count.
+DEFAULT = "0"
 MAX_HELPERS = 2
 CORES_PER_HELPER = 4  # a compile takes a core; the worker and the checker need theirs
 GPU_MEMORY_FRACTION = 0.04
@@ -43,13 +46,13 @@ _WIDE_DTYPES = ("float64", "int64", "complex64", "complex128")
 
 
 def helper_count(mode: str, shared_gpu: bool) -> int:
-    """How many helpers a grade starts: KATA_COMPILE_AHEAD when set; else none under the
-    interpreter (nothing compiles) or when grades share the GPU, and one per CORES_PER_HELPER
-    cores up to MAX_HELPERS."""
-    forced = os.environ.get(ENV_SWITCH, "").strip()
-    if forced:
+    """How many helpers a grade starts, from KATA_COMPILE_AHEAD: a number, or `auto`: none under
+    the interpreter (nothing compiles) or when grades share the GPU, else one per
+    CORES_PER_HELPER cores beyond the first CORES_PER_HELPER, up to MAX_HELPERS. Unset: DEFAULT."""
+    setting = os.environ.get(ENV_SWITCH, DEFAULT).strip().lower()
+    if setting != "auto":
         try:
-            return max(0, min(8, int(forced)))
+            return max(0, min(8, int(setting)))
         except ValueError:
             return 0
     if mode != "gpu" or shared_gpu:
