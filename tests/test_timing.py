@@ -75,14 +75,20 @@ def _verify(checker, planned, result, tmp_path):
     return checker.check_samples(planned, samples, result.method, result.n_sets)
 
 
-def test_kept_timed_outputs_verify_against_replayed_inputs(monkeypatch, tmp_path):
+def _honest_timing(monkeypatch, picks):
+    """An honest vector_add timed call by call on the CPU, keeping the calls in `picks`."""
     from grader.judge.inputs import case_seed
 
     timing = _cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args()
     honest = lambda x, y: x + y  # noqa: E731
     result = timing.time_pair(honest, honest, make_args, seed=case_seed(7, planned["key"] + "/rng"),
-                              use_graph=False, sampler=_KeepAt({0: 0, 7: 1, 40: 1}))
+                              use_graph=False, sampler=_KeepAt(picks))
+    return checker, planned, result
+
+
+def test_kept_timed_outputs_verify_against_replayed_inputs(monkeypatch, tmp_path):
+    checker, planned, result = _honest_timing(monkeypatch, {0: 0, 7: 1, 40: 1})
     assert [s.call for s in result.checked] == [0, 7, 40] and result.n_sets == 3
     assert [s.set for s in result.checked] == [0, 7 % 3, 40 % 3]  # call-by-call: the call's own set
     assert _verify(checker, planned, result, tmp_path) is None
@@ -91,13 +97,7 @@ def test_kept_timed_outputs_verify_against_replayed_inputs(monkeypatch, tmp_path
 def test_kept_timed_outputs_in_any_order_share_one_draw_of_the_sets(monkeypatch, tmp_path):
     # A large case's inputs can cost as much to draw as its truth (flash attention's backward
     # draws o and lse through a float64 forward): the sets are drawn once per case, not per sample.
-    from grader.judge.inputs import case_seed
-
-    timing = _cpu_timing(monkeypatch)
-    checker, planned, make_args = _vector_add_checker_and_args()
-    honest = lambda x, y: x + y  # noqa: E731
-    result = timing.time_pair(honest, honest, make_args, seed=case_seed(7, planned["key"] + "/rng"),
-                              use_graph=False, sampler=_KeepAt({3: 0, 31: 1, 44: 2}))
+    checker, planned, result = _honest_timing(monkeypatch, {3: 0, 31: 1, 44: 2})
     result.checked.reverse()  # the worker's order is not the checker's
     draws = []
     drawing = checker._inputs
