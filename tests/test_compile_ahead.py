@@ -94,3 +94,34 @@ def test_a_grade_with_helpers_reaches_the_same_verdict_and_leaves_none_running(
     assert [(c.task, c.name, c.dtype, c.status, c.message) for c in helped.cases] == \
         [(c.task, c.name, c.dtype, c.status, c.message) for c in alone.cases]
     assert helped.cheats == alone.cheats == []
+
+
+def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_end(tmp_path):
+    import subprocess
+
+    from grader.sandbox import watchdog
+
+    kata = catalog.get_kata("softmax")
+    runs = shares(kata, _plan(kata), 2)
+    launched = []
+
+    def launch(request_path, workdir, env, output, sock):  # a stand-in worker that just waits
+        launched.append(request_path)
+        return subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+    limits = watchdog.Limits(wall_s=120, memory_bytes=1 << 30, processes=4, output_bytes=1 << 20)
+    timeline = []
+    helpers = Helpers(runs, {"kata_dir": "k"}, tmp_path, limits, launch, lambda folder: {}, timeline)
+    try:
+        helpers.case_started("softmax/small/float32")  # the worker's first case starts them
+        assert len(launched) == 2 and all(h.proc.poll() is None for h in helpers.helpers)
+        helpers.case_started("softmax/small/float16")  # the worker's own share: nothing changes
+        assert all(h.proc.poll() is None for h in helpers.helpers)
+        first, second = helpers.helpers
+        helpers.case_started(first.run[1]["key"])  # the worker has caught up with the first helper
+        assert first.proc.wait(timeout=10) is not None and second.proc.poll() is None
+    finally:
+        helpers.stop()
+    assert all(h.proc.poll() is not None for h in helpers.helpers)
+    helpers.case_started("softmax/medium/float32")  # after the end: nothing starts again
+    assert len(launched) == 2

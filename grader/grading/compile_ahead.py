@@ -42,6 +42,7 @@ CORES_PER_HELPER = 4  # a compile takes a core; the worker and the checker need 
 GPU_MEMORY_FRACTION = 0.04
 CASE_BYTES = 256 << 20
 KATA_BYTES = 4 << 30
+HELPER_POLL_S = 0.2  # a helper's watchdog reads /proc less often than the worker's
 _WIDE_DTYPES = ("float64", "int64", "complex64", "complex128")
 
 
@@ -184,7 +185,7 @@ class Helpers:
             sock.close()
 
     def _watch(self, helper: _Helper, output_path: Path) -> None:
-        watchdog.watch(helper.proc, self._limits, output_path, helper.seen)
+        watchdog.watch(helper.proc, self._limits, output_path, helper.seen, poll_s=HELPER_POLL_S)
         self._stop(helper)
 
     def _stop(self, helper: _Helper) -> None:

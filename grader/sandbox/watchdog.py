@@ -80,18 +80,19 @@ def descendants(root: int, table: dict[int, tuple[int, int, int]]) -> list[int]:
 
 
 def watch(proc: subprocess.Popen, limits: Limits, output_path: Path,
-          seen: dict[int, int], extra=None) -> Breach | None:
+          seen: dict[int, int], extra=None, poll_s: float = POLL_S) -> Breach | None:
     """Wait for proc to exit; returns the first limit it broke (the caller kills it).
 
     `seen` collects every process of the tree (pid -> start time), so processes that left the
     process group can still be killed afterwards. `extra()`, polled too, returns a Breach of a
-    limit the caller keeps (a case's own time limit).
+    limit the caller keeps (a case's own time limit). poll_s: how often the process table is
+    read (each read scans /proc).
     """
     deadline = time.monotonic() + limits.wall_s
     can_scan = os.path.isdir("/proc/self")
     while True:
         try:
-            proc.wait(timeout=POLL_S)
+            proc.wait(timeout=poll_s)
             return None
         except subprocess.TimeoutExpired:
             pass
