@@ -228,6 +228,7 @@ class Checker:
             verdict = self.compare(task, inputs, got, planned["case"])
             if verdict["ok"]:
                 continue
+            sets = changes = None  # _stale draws the sets again: hold one set, not two draws
             if self._stale(task, planned, n_sets, call, graph, index, got):
                 return {"cheat": "cached_results", "message": (
                     f"timed call {call} returned the result of an earlier call's inputs, not of "
