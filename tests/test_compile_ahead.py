@@ -118,6 +118,9 @@ def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_en
         helpers.case_started("softmax/small/float16")  # the worker's own share: nothing changes
         assert all(h.proc.poll() is None for h in helpers.helpers)
         first, second = helpers.helpers
+        second.ran.add(second.run[0]["key"])  # the second helper is past its first case
+        helpers.case_started(second.run[0]["key"])  # the worker is behind it: it goes on
+        assert second.proc.poll() is None
         helpers.case_started(first.run[1]["key"])  # the worker has caught up with the first helper
         assert first.proc.wait(timeout=10) is not None and second.proc.poll() is None
     finally:

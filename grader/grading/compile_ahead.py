@@ -16,8 +16,8 @@ Why a helper cannot change a verdict:
 - It runs only small cases (bytes moved, from the kata's cost expression, under CASE_BYTES) with
   a small share of GPU memory, and only for katas whose every case is modest (KATA_BYTES): the
   large ones need the GPU's memory for the grade itself.
-- It is stopped as soon as the grade's worker starts a case of its share, before timing (which
-  needs the GPU alone), and when the grade ends.
+- It is stopped as soon as the grade's worker catches up with it, before timing (which needs
+  the GPU alone), and when the grade ends.
 """
 
 from __future__ import annotations
@@ -93,14 +93,14 @@ class _Helper:
         self.keys = {p["key"] for p in run}
         self.proc = None
         self.seen: dict[int, int] = {}
-        self.ran: list[str] = []  # the cases it finished
+        self.ran: set[str] = set()  # the cases it finished
         self.stopped = False
 
 
 class Helpers:
     """A grade's compile-ahead helpers. `case_started(key)` (the referee's hook) starts them at
-    the worker's first case and stops a helper once the worker reaches its share; stop() ends
-    them all. `timeline` gets (when, "ahead", key) for each case a helper finishes."""
+    the worker's first case and stops a helper once the worker has caught up with it (starts a
+    case of its share that it has not finished); stop() ends them all. `timeline` gets (when, "ahead", key) for each case a helper finishes."""
 
     def __init__(self, runs: list[list[dict]], request: dict, grade_dir: Path,
                  limits: watchdog.Limits, launch, env_for, timeline: list | None = None):
@@ -118,11 +118,11 @@ class Helpers:
         with self._lock:
             first = not self._started and not self._closed
             self._started = True
-            caught_up = [h for h in self.helpers if key in h.keys and not h.stopped]
+            caught_up = [h for h in self.helpers if key in h.keys and key not in h.ran and not h.stopped]
         if first and self.helpers:
             for helper in self.helpers:
                 self._start(helper)
-        for helper in caught_up:  # the worker is there: what is left of this share is its own
+        for helper in caught_up:  # from here on the helper would only compile beside the worker
             self._stop(helper)
 
     def stop(self) -> None:
@@ -172,7 +172,7 @@ class Helpers:
                 op = request.get("op") if isinstance(request, dict) else None
                 answer = {}
                 if op == "case":
-                    helper.ran.append(str(request.get("key")))
+                    helper.ran.add(str(request.get("key")))
                     self.timeline.append((time.monotonic(), "ahead", request.get("key")))
                     answer = {"ok": True, "stop": False, "skip_task": False}
                 elif op == "time":
