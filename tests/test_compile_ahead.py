@@ -37,9 +37,19 @@ def test_shares_are_the_small_checked_cases_after_the_workers_own_third():
     assert shares(kata, plan, 0) == []
 
 
-def test_a_kata_with_a_case_too_large_to_share_the_gpu_gets_no_helpers():
-    kata = catalog.get_kata("adamw")  # its bench case moves ~19 GB
-    assert shares(kata, _plan(kata), 2) == []
+def test_helpers_start_only_where_the_katas_declared_peak_leaves_the_gpu_room():
+    h100 = 81559 << 20  # an 80 GB H100's memory, as the driver reports it
+    room = {k.name: compile_ahead.room_for(k, 2, h100) for k in catalog.all_katas()}
+    assert room["adamw"] is room["cross_entropy"] is False  # 71 and 68 GiB: the GPU is theirs
+    assert room["paged_decode"] and room["flash_attention"] and room["softmax"]
+    assert not compile_ahead.room_for(catalog.get_kata("vector_add"), 1, 24 << 30)  # 30 GiB
+    assert compile_ahead.room_for(catalog.get_kata("softmax"), 1, 24 << 30)
+    adamw = catalog.get_kata("adamw")
+    assert shares(adamw, _plan(adamw), 2, h100) == []
+    # Where the GPU's size is unknown, the largest case's bytes moved decide (adamw's: ~19 GB).
+    assert shares(adamw, _plan(adamw), 2) == []
+    softmax = catalog.get_kata("softmax")
+    assert shares(softmax, _plan(softmax), 2) == shares(softmax, _plan(softmax), 2, h100) != []
 
 
 def test_how_many_helpers(monkeypatch):

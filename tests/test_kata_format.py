@@ -144,6 +144,9 @@ def _minimal() -> dict:
     (lambda r: r["tasks"][0].update(check="check_add"), "check must be {property: FUNCTION}"),
     (lambda r: r["tasks"][0].update(check={"property": 3}), "check must be {property: FUNCTION}"),
     (lambda r: r["tasks"][0].update(check={"property": "f", "mode": "x"}), "check must be {property: FUNCTION}"),
+    (lambda r: r.update(gpu_memory_gib=0), "gpu_memory_gib must be a positive number"),
+    (lambda r: r.update(gpu_memory_gib="72 GB"), "gpu_memory_gib must be a positive number"),
+    (lambda r: r.update(gpu_memory_gib=True), "gpu_memory_gib must be a positive number"),
 ])
 def test_invalid_declarations_are_rejected(mutate, message):
     raw = _minimal()
@@ -248,6 +251,16 @@ def test_first_call_outputs_are_handed_over_as_copies(fixture_katas, monkeypatch
     handed.clear()
     runner._save({"params": params})  # the second call: nothing overwrites its outputs
     assert [t.data_ptr() for t in handed] == [p.data_ptr() for p in params]
+
+
+def test_every_builtin_kata_declares_its_measured_gpu_memory():
+    # A learner on a smaller GPU is warned before the grade and told why a case ran out of
+    # memory (grader.kata.gpu_memory); compile-ahead helpers start only where it leaves room.
+    undeclared = [k.name for k in catalog.all_katas() if not k.gpu_memory_gib]
+    assert not undeclared, f"declare gpu_memory_gib (measured: docs/PERFORMANCE.md) in {undeclared}"
+    raw = _minimal()
+    raw.pop("gpu_memory_gib")  # optional in the format: None, and no warning is ever given
+    assert parse_kata(raw, Path("katas/vector_add"), Path("reference/vector_add.py")).gpu_memory_gib is None
 
 
 def test_every_builtin_kata_loads():

@@ -144,6 +144,12 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
             usage_error(str(exc))
     if not as_json:
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
+        if mode == "gpu":
+            from grader.grading.cuda_probe import total_memory_bytes
+            from grader.kata.gpu_memory import shortfall
+            too_small = shortfall(kata, total_memory_bytes())
+            if too_small:
+                click.echo(f"Warning: {too_small}.", err=True)
     progress = LiveProgress(kata) if not as_json and sys.stderr.isatty() else None
     result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout, memory_gib=memory_gib,
                        protected=_protected_paths(report, db), fail_fast=fail_fast,

@@ -14,8 +14,8 @@ Why a helper cannot change a verdict:
 - It draws its inputs from a seed of its own, so nothing it computes is of use to the grade's
   worker (outputs a submission stashed for the worker to find would be the wrong ones).
 - It runs only small cases (bytes moved, from the kata's cost expression, under CASE_BYTES) with
-  a small share of GPU memory, and only for katas whose every case is modest (KATA_BYTES): the
-  large ones need the GPU's memory for the grade itself.
+  a small share of GPU memory, and only where the kata's declared peak leaves the GPU room for
+  it (room_for): adamw's and cross_entropy's grades need nearly all of an 80 GB GPU.
 - It is stopped as soon as the grade's worker catches up with it, before timing (which needs
   the GPU alone), and when the grade ends.
 """
@@ -40,8 +40,11 @@ DEFAULT = "0"
 MAX_HELPERS = 2
 CORES_PER_HELPER = 4  # a compile takes a core; the worker and the checker need theirs
 GPU_MEMORY_FRACTION = 0.04
-CASE_BYTES = 256 << 20
-KATA_BYTES = 4 << 30
+CASE_BYTES = 256 << 20  # bytes moved by a case a helper may run
+KATA_BYTES = 4 << 30  # a kata without a declared peak: its largest case's bytes moved, at most
+HELPER_CONTEXT_BYTES = 600 << 20  # a CUDA context and Triton's own buffers
+SPARE = 0.9  # the share of the GPU the grade and its helpers may plan on
+GIB = 1 << 30
 HELPER_POLL_S = 0.2  # a helper's watchdog reads /proc less often than the worker's
 _WIDE_DTYPES = ("float64", "int64", "complex64", "complex128")
 
@@ -72,17 +75,31 @@ def _case_bytes(kata: Kata, planned: dict) -> float | None:
         return None
 
 
-def shares(kata: Kata, plan: list[dict], count: int) -> list[list[dict]]:
+def room_for(kata: Kata, count: int, total_bytes: int | None) -> bool:
+    """Does this GPU hold the kata's grade and `count` helpers beside it? By the kata's declared
+    peak (kata.yaml `gpu_memory_gib`) where there is one, with a tenth of the GPU to spare; else
+    by its largest case's bytes moved (a rougher proxy: gather_scatter moves 1 GiB and peaks at
+    29)."""
+    if kata.gpu_memory_gib and total_bytes:
+        helpers = count * (GPU_MEMORY_FRACTION * total_bytes + HELPER_CONTEXT_BYTES)
+        return kata.gpu_memory_gib * GIB + helpers <= SPARE * total_bytes
+    sizes = [_case_bytes(kata, planned) for planned in _planned_cases(kata)]
+    return all(size is not None and size <= KATA_BYTES for size in sizes)
+
+
+def _planned_cases(kata: Kata) -> list[dict]:
+    return [{"task": t.name, "case": c.name, "dtype": d} for t in kata.tasks for c in t.cases
+            for d in c.dtypes if "gpu" in c.modes]
+
+
+def shares(kata: Kata, plan: list[dict], count: int, total_bytes: int | None = None) -> list[list[dict]]:
     """The cases each helper runs, in plan order: the small checked cases cut into count + 1
     runs of equal length. The grade's worker compiles the first run itself while helper i runs
-    run i + 1. None for a kata with a case of unknown or large size."""
+    run i + 1. None where the GPU has no room for helpers beside the grade (room_for)."""
     runnable = [p for p in plan if not p.get("skip_reason")]
-    if count <= 0 or not runnable:
+    if count <= 0 or not runnable or not room_for(kata, count, total_bytes):
         return []
-    sizes = [_case_bytes(kata, p) for p in runnable]
-    if any(size is None or size > KATA_BYTES for size in sizes):
-        return []
-    small = [p for p, size in zip(runnable, sizes) if not p["bench"] and size <= CASE_BYTES]
+    small = [p for p in runnable if not p["bench"] and (_case_bytes(kata, p) or KATA_BYTES) <= CASE_BYTES]
     cuts = [round(i * len(small) / (count + 1)) for i in range(count + 2)]
     return [run for run in (small[cuts[i]:cuts[i + 1]] for i in range(1, count + 1)) if run]
 

@@ -33,3 +33,20 @@ def device_count() -> int:
     if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
         return 0
     return count.value
+
+
+@functools.lru_cache(maxsize=1)
+def total_memory_bytes() -> int | None:
+    """The first visible GPU's memory in bytes (the one a grade runs on), or None without one.
+    Asked of the driver (cuDeviceTotalMem), which needs no CUDA context."""
+    if device_count() <= 0:
+        return None
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        device, total = ctypes.c_int(0), ctypes.c_size_t(0)
+        if cuda.cuDeviceGet(ctypes.byref(device), 0) != 0 or \
+                cuda.cuDeviceTotalMem_v2(ctypes.byref(total), device) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return int(total.value)

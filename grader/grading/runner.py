@@ -25,10 +25,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from grader import __version__
-from grader.grading import compile_ahead, warm_start
+from grader.grading import compile_ahead, cuda_probe, warm_start
 from grader.grading.plan import PlannedCase, build_plan
 from grader.judge import diagnose
 from grader.kata.format import Kata
+from grader.kata.gpu_memory import shortfall
 from grader.paths import package_dir
 from grader.results.schema import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult, Mismatch,
                                    TaskResult)
@@ -180,7 +181,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                           keep_going=options["keep_going"], progress=options["progress"],
                           turns=options["turns"])
         runs = compile_ahead.shares(kata, plan_dicts,
-                                    compile_ahead.helper_count(mode, options["turns"] is not None))
+                                    compile_ahead.helper_count(mode, options["turns"] is not None),
+                                    cuda_probe.total_memory_bytes() if mode == "gpu" else None)
         helpers = compile_ahead.Helpers(runs, request, tmp_path, limits, _start_worker,
                                         lambda folder: _worker_env(mode, folder), referee.timeline)
         referee.case_started, referee.before_timing = helpers.case_started, helpers.stop
@@ -376,6 +378,14 @@ GPU_BUSY_MESSAGE = ("The GPU ran out of memory while the grader itself worked (c
                     "cross_entropy, paged_decode; docs/PERFORMANCE.md).\n")
 
 
+def gpu_busy_message(kata: Kata, mode: str, error: str) -> str:
+    """The grader's own work found the GPU full: another grade or program shares it, or the GPU
+    is smaller than the kata's grade needs (its declared peak, grader.kata.gpu_memory, says so
+    first)."""
+    too_small = shortfall(kata, cuda_probe.total_memory_bytes()) if mode == "gpu" else None
+    return (f"{too_small}.\n" if too_small else "") + GPU_BUSY_MESSAGE + error
+
+
 def _judge(kata: Kata, mode: str, seed: int, plan: list[dict], tmp_path: Path):
     if mode != "gpu" and not os.environ.get("KATA_CHECKER_PROCESS"):  # the env var: a test hook
         return _LocalJudge(kata, seed)
@@ -458,8 +468,7 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     fatal = next((e for e in run.events if e["type"] in ("fatal", "internal_error")), None)
     if fatal and fatal["type"] == "internal_error":
         if GPU_MEMORY_EXHAUSTED.search(fatal["message"]):
-            # The grader's own work found the GPU full: another grade or program shares it.
-            fatal = {"message": GPU_BUSY_MESSAGE + fatal["message"], "code": "gpu_busy"}
+            fatal = {"message": gpu_busy_message(kata, mode, fatal["message"]), "code": "gpu_busy"}
         else:
             fatal = {"message": "Internal grader error (not your fault; please report it):\n"
                                 + fatal["message"], "code": "internal_error"}

@@ -202,6 +202,9 @@ class Kata:
     threshold: float = 1.0  # the default speedup threshold of its tasks
     roofline_target: float = 0.85
     time_limit_s: dict[str, float] = field(default_factory=lambda: dict(GRADE_LIMIT_S))
+    # The GPU memory a whole GPU grade of the reference peaks at (worker, checker, CUDA contexts),
+    # measured on an 80 GB H100; None when not declared.
+    gpu_memory_gib: float | None = None
 
     @property
     def spec_path(self) -> Path:
@@ -461,12 +464,17 @@ def parse_kata(raw: dict, directory: Path, reference_path: Path) -> Kata:
         raise KataFormatError(f"{where}: needs at least one task")
     limits = dict(GRADE_LIMIT_S)
     limits.update({k: float(v) for k, v in (raw.get("time_limit_s") or {}).items()})
+    gpu_memory = raw.get("gpu_memory_gib")
+    if gpu_memory is not None and (isinstance(gpu_memory, bool) or not isinstance(gpu_memory, (int, float))
+                                   or gpu_memory <= 0):
+        raise KataFormatError(f"{where}: gpu_memory_gib must be a positive number of GiB, not {gpu_memory!r}")
     return Kata(
         name=name, title=_require(raw, "title", where), difficulty=difficulty,
         topics=tuple(raw.get("topics", ())), minutes=int(_require(raw, "minutes", where)),
         statement=_require(raw, "statement", where).strip(), hints=hints, tasks=tasks,
         directory=directory, reference_path=reference_path, threshold=float(defaults["threshold"]),
         roofline_target=float(raw.get("roofline_target", 0.85)), time_limit_s=limits,
+        gpu_memory_gib=float(gpu_memory) if gpu_memory is not None else None,
     )
 
 

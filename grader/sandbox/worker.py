@@ -36,6 +36,7 @@ from grader.judge.inputs import AGAIN, case_seed, flatten, make_case_inputs, out
 from grader.kata import memory_budget
 from grader.kata.allowed_ops import describe, effective_allowed
 from grader.kata.format import load_kata
+from grader.kata.gpu_memory import shortfall
 from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
 from grader.sandbox import integrity, launches, lockdown
 from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
@@ -214,8 +215,9 @@ class CaseRunner:
     """Runs one task's cases against the submission in this process."""
 
     def __init__(self, spec, task, fn, submission: Path, device: str, seed: int, outdir: Path,
-                 snapshot: integrity.Snapshot):
+                 snapshot: integrity.Snapshot, gpu_too_small: str | None = None):
         self.spec, self.task, self.fn = spec, task, fn
+        self.gpu_too_small = gpu_too_small  # grader.kata.gpu_memory.shortfall on this GPU, if any
         self.submission, self.device, self.seed = submission, device, seed
         self.outdir, self.snapshot = outdir, snapshot
         self.python_forbidden, self.aten_forbidden = resolve_forbidden(task.forbidden)
@@ -337,6 +339,9 @@ class CaseRunner:
             if isinstance(error, torch.OutOfMemoryError) and self.device == "cuda":
                 text += (f"\n(A submission may use at most {100 * lockdown.gpu_memory_fraction:.0f}% "
                          "of the GPU's memory.)")
+                if self.gpu_too_small:  # the case may not fit this GPU, however good the kernel
+                    text += f"\n({self.gpu_too_small}.)"
+
             raise CaseProblem(f"{self.task.name} raised an exception:\n{text}", status="error")
         self._check_integrity()
         self._check_concurrency(threads_before)
@@ -577,6 +582,7 @@ def main(request_path: str) -> int:
                    "ceilings": ceilings, "ceilings_measured": measured})
 
     kata = load_kata(Path(request["kata_dir"]))
+    too_small = shortfall(kata, torch.cuda.get_device_properties(0).total_memory) if device == "cuda" else None
     spec_module = _import_path("kata_spec", kata.spec_path)
     launches.install()
     install_op_checks()
@@ -593,7 +599,7 @@ def main(request_path: str) -> int:
 
     outdir = Path(request["outputs"])
     runners = {t.name: CaseRunner(spec_module, t, entries[t.name], submission, device,
-                                  request["seed"], outdir, snapshot) for t in kata.tasks}
+                                  request["seed"], outdir, snapshot, too_small) for t in kata.tasks}
     plan = [p for p in request["plan"] if not p["skip_reason"]]
     failed_tasks: set[str] = set()
     compiled: set[str] = set()
