@@ -138,3 +138,21 @@ def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_en
     assert all(h.proc.poll() is not None for h in helpers.helpers)
     helpers.case_started("softmax/medium/float32")  # after the end: nothing starts again
     assert len(launched) == 2
+
+
+def test_a_helper_that_cannot_start_leaves_the_grade_alone(tmp_path):
+    # The hook runs in the referee's thread: an exception there would leave the worker waiting.
+    from grader.sandbox import watchdog
+
+    kata = catalog.get_kata("softmax")
+
+    def launch(*args):
+        raise OSError("no more processes")
+
+    limits = watchdog.Limits(wall_s=10, memory_bytes=1 << 30, processes=4, output_bytes=1 << 20)
+    timeline = []
+    helpers = Helpers(shares(kata, _plan(kata), 2), {}, tmp_path, limits, launch, lambda f: {}, timeline)
+    helpers.case_started("softmax/small/float32")
+    helpers.stop()
+    assert all(h.stopped and h.proc is None for h in helpers.helpers)
+    assert [op for _, op, _ in timeline] == ["ahead-failed", "ahead-failed"]

@@ -138,7 +138,11 @@ class Helpers:
             caught_up = [h for h in self.helpers if key in h.keys and key not in h.ran and not h.stopped]
         if first and self.helpers:
             for helper in self.helpers:
-                self._start(helper)
+                try:
+                    self._start(helper)
+                except Exception as exc:  # noqa: BLE001 - a helper is an optimisation: never the grade's fault
+                    helper.stopped = True
+                    self.timeline.append((time.monotonic(), "ahead-failed", f"{type(exc).__name__}: {exc}"))
         for helper in caught_up:  # from here on the helper would only compile beside the worker
             self._stop(helper)
 
@@ -168,10 +172,15 @@ class Helpers:
                 ours.close()
                 theirs.close()
                 return
-            with open(output_path, "wb") as output:
-                helper.proc = self._launch(request_path, folder / "work", self._env_for(folder / "tmp"),
-                                           output, theirs)
-        theirs.close()
+            try:
+                with open(output_path, "wb") as output:
+                    helper.proc = self._launch(request_path, folder / "work",
+                                               self._env_for(folder / "tmp"), output, theirs)
+            except BaseException:
+                ours.close()
+                raise
+            finally:
+                theirs.close()
         for target in (lambda: self._answer(helper, ours), lambda: self._watch(helper, output_path)):
             thread = threading.Thread(target=target, daemon=True, name=f"kata-ahead{helper.index}")
             thread.start()
