@@ -78,3 +78,26 @@ def test_an_autotuned_kernel_on_the_interpreter_is_told_why_and_what_to_do():
     assert result.status != "pass" and result.cheats == [], result.cheats
     (found,) = [d for d in result.diagnoses if d["code"] == "gpu_only_feature"]
     assert "kernel.fn[grid]" in found["advice"] and "kata grade --gpu" in found["advice"]
+
+
+def test_a_grade_says_where_its_time_went():
+    from grader.grading.runner import phases
+
+    # start-up until the first case; checked cases until timing is asked for; then timing.
+    timeline = [(10.5, "start", "t/a/float32"), (10.6, "case", "t/a/float32"), (14.0, "time", None),
+                (14.1, "start", "t/big/float32"), (14.2, "timing", "t/big/float32")]
+    assert phases(timeline, 10.0, 20.0, timed=True) == {"start_up": 0.5, "checked_cases": 3.5, "timing": 6.0}
+    # Not timed (a case failed): no timing phase; the worker never started a case: start-up only.
+    assert phases(timeline[:3], 10.0, 14.5, timed=False) == {"start_up": 0.5, "checked_cases": 3.5}
+    assert phases([], 10.0, 12.0, timed=True) == {"start_up": 2.0}
+    result = grade(get_kata("vector_add"), get_kata("vector_add").reference_path, "interpret")
+    assert set(result.phases_s) == {"start_up", "checked_cases"}  # the interpreter times nothing
+    assert sum(result.phases_s.values()) <= result.duration_s + 0.05
+
+
+def test_the_cli_shows_the_grade_time_by_phase():
+    from grader.cli.main import format_result
+
+    result = grade(get_kata("vector_add"), get_kata("vector_add").reference_path, "interpret")
+    shown = format_result(result)
+    assert f"graded in {result.duration_s:.1f} s (start-up " in shown and "checked cases" in shown

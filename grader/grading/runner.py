@@ -102,16 +102,34 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
                "case_cap_s": case_timeout_s or timeout_s, "turns": turns}
     run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
+    ended = time.monotonic()
     if os.environ.get("KATA_TRACE"):  # where the time went: the worker's questions, in order
         with open(os.environ["KATA_TRACE"], "a") as trace:
             for when, op, key in run.timeline:
                 trace.write(f"{when - started:8.3f} {op} {key or ''}\n")
-            trace.write(f"{time.monotonic() - started:8.3f} end\n")
+            trace.write(f"{ended - started:8.3f} end\n")
     result = _assemble(kata, submission, mode, seed, plan, run, limits)
+    result.phases_s = phases(run.timeline, started, ended, timed=not run.timing_skipped)
     result.duration_s = round(time.monotonic() - started, 2)
     if only_cases:
         result.only_cases = sorted(set(only_cases))
     return result
+
+
+def phases(timeline: list, started: float, ended: float, timed: bool) -> dict[str, float]:
+    """Where a grade's time went, from the referee's timeline: `start_up` (until the first case
+    starts: processes, imports, CUDA), `checked_cases` (every checked call, compiling and
+    checking included), `timing` (the bench cases timed, and their kept calls checked). A phase
+    the grade never reached is left out."""
+    first = next((when for when, op, _ in timeline if op == "start"), None)
+    if first is None:
+        return {"start_up": round(ended - started, 2)}
+    asked = next((when for when, op, _ in timeline if op == "time"), None)
+    found = {"start_up": round(first - started, 2),
+             "checked_cases": round((asked if asked is not None else ended) - first, 2)}
+    if asked is not None and timed and any(op == "timing" for _, op, _ in timeline):
+        found["timing"] = round(ended - asked, 2)
+    return found
 
 
 def select_cases(kata: Kata, plan: list[PlannedCase], names: Sequence[str]) -> list[PlannedCase]:

@@ -97,6 +97,8 @@ class GradeResult:
     environment: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     duration_s: float | None = None
+    # Where duration_s went: start_up, checked_cases, timing (grader.grading.runner.phases).
+    phases_s: dict[str, float] = field(default_factory=dict)
     speed_measured: bool = False
     cheat: str | None = None  # the first named cheat reason, when the grade was rejected as one
     # Once per reason: {reason, count (cases), first_case (None: the whole grade), message}.
