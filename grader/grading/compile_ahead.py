@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import socket
 import threading
 import time
@@ -117,7 +118,8 @@ class _Helper:
 class Helpers:
     """A grade's compile-ahead helpers. `case_started(key)` (the referee's hook) starts them at
     the worker's first case and stops a helper once the worker has caught up with it (starts a
-    case of its share that it has not finished); stop() ends them all. `timeline` gets (when, "ahead", key) for each case a helper finishes."""
+    case of its share that it has not finished); stop() ends them all. `timeline` (the
+    referee's, for KATA_TRACE) gets (when, "ahead", key) for each case a helper finishes."""
 
     def __init__(self, runs: list[list[dict]], request: dict, grade_dir: Path,
                  limits: watchdog.Limits, launch, env_for, timeline: list | None = None):
@@ -222,7 +224,7 @@ class Helpers:
             return
         watchdog.freeze(helper.seen)
         try:
-            os.killpg(proc.pid, 9)
+            os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         watchdog.kill_all(helper.seen)
