@@ -110,6 +110,7 @@ class _Helper:
         self.index, self.run = index, run
         self.keys = {p["key"] for p in run}
         self.proc = None
+        self.line: socket.socket | None = None  # our end of its line to the grader
         self.seen: dict[int, int] = {}
         self.ran: set[str] = set()  # the cases it finished
         self.stopped = False
@@ -183,6 +184,7 @@ class Helpers:
                 raise
             finally:
                 theirs.close()
+            helper.line = ours
         for target in (lambda: self._answer(helper, ours), lambda: self._watch(helper, output_path)):
             thread = threading.Thread(target=target, daemon=True, name=f"kata-ahead{helper.index}")
             thread.start()
@@ -219,9 +221,13 @@ class Helpers:
     def _stop(self, helper: _Helper) -> None:
         with self._lock:
             helper.stopped = True
-            proc = helper.proc
+            proc, line = helper.proc, helper.line
         if proc is None:
             return
+        try:  # its answering thread stops reading now, whoever else holds the line's other end
+            line.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         watchdog.freeze(helper.seen)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
