@@ -147,8 +147,9 @@ def test_a_ray_batch_of_12_matches_12_single_grades(local_ray, tmp_path):
         single = invoke("grade", path, "--interpret", "--json", "--seed", SEED, "--no-record")
         expected = json.loads(single.stdout)
         got = row["grade"]
-        for grade in (expected, got):
+        for grade in (expected, got):  # how long each took is the machine's, not the grade's
             grade.pop("duration_s")
+            grade.pop("phases_s")
         assert got == expected, handle
         assert row["tries"] == 1
     # One row per submission in the store, under the batch's label; the board groups by device.
