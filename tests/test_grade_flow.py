@@ -95,9 +95,12 @@ def test_a_grade_says_where_its_time_went():
     assert sum(result.phases_s.values()) <= result.duration_s + 0.05
 
 
-def test_the_cli_shows_the_grade_time_by_phase():
+def test_the_cli_and_the_reports_show_the_grade_time_by_phase():
     from grader.cli.main import format_result
+    from grader.results.report import grade_time, render_report
 
     result = grade(get_kata("vector_add"), get_kata("vector_add").reference_path, "interpret")
     shown = format_result(result)
     assert f"graded in {result.duration_s:.1f} s (start-up " in shown and "checked cases" in shown
+    assert f"| Grade time | {grade_time(result)} |" in render_report(result, "md")
+    assert f"<th>Grade time</th><td>{grade_time(result)}</td>" in render_report(result, "html")

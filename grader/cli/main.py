@@ -210,15 +210,8 @@ def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
     return paths + [store, store.with_name(store.name + "-wal"), store.with_name(store.name + "-shm")]
 
 
-PHASE_NAMES = {"start_up": "start-up", "checked_cases": "checked cases", "timing": "timing"}
-
-
-def _phases(phases: dict) -> str:
-    shown = [f"{PHASE_NAMES.get(name, name)} {seconds:.1f} s" for name, seconds in phases.items()]
-    return f" ({', '.join(shown)})" if shown else ""
-
-
 def format_result(result) -> str:
+    from grader.results.report import grade_time
     colour = {"pass": "green", "fail": "red", "error": "red"}[result.status]
     b = result.score_breakdown
     lines = [click.style(f"{result.kata}: {result.status.upper()}", fg=colour, bold=True)
@@ -245,7 +238,7 @@ def format_result(result) -> str:
         lines.append("\nspeed not measured (" + ("Triton interpreter: correctness only"
                      if result.mode == "interpret" else "not every case was correct") + ")")
     if result.duration_s is not None:
-        lines.append(f"graded in {result.duration_s:.1f} s" + _phases(result.phases_s))
+        lines.append(f"graded in {grade_time(result)}")
     reasons = Counter(s["reason"] for s in result.skipped)
     for reason, count in reasons.items():
         lines.append(f"skipped {count} case(s): {reason}")

@@ -38,6 +38,17 @@ def _sentence(text: str) -> str:
     return text if text[-1] in ".?!" else text + "."
 
 
+PHASE_NAMES = {"start_up": "start-up", "checked_cases": "checked cases", "timing": "timing"}
+
+
+def grade_time(result: GradeResult) -> str:
+    """'56.1 s (start-up 0.3 s, checked cases 46.6 s, timing 9.2 s)', or '-' when not known."""
+    if result.duration_s is None:
+        return "-"
+    shown = [f"{PHASE_NAMES.get(name, name)} {seconds:.1f} s" for name, seconds in result.phases_s.items()]
+    return f"{result.duration_s:.1f} s" + (f" ({', '.join(shown)})" if shown else "")
+
+
 def template_environment() -> jinja2.Environment:
     """The templates/ folder with the number filters every report, debrief and board shares."""
     env = jinja2.Environment(
@@ -53,6 +64,7 @@ def template_environment() -> jinja2.Environment:
     env.filters["credit"] = lambda v: "-" if v is None else f"{v:.2f}"
     env.filters["shape"] = lambda v: "-" if v is None else "x".join(str(d) for d in v) or "scalar"
     env.filters["sentence"] = _sentence
+    env.filters["grade_time"] = grade_time
     return env
 
 
