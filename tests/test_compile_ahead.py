@@ -156,3 +156,35 @@ def test_a_helper_that_cannot_start_leaves_the_grade_alone(tmp_path):
     helpers.stop()
     assert all(h.stopped and h.proc is None for h in helpers.helpers)
     assert [op for _, op, _ in timeline] == ["ahead-failed", "ahead-failed"]
+
+
+def test_a_helper_stuck_in_a_case_is_stopped(tmp_path, monkeypatch):
+    # A hang in a later case would only take GPU time from the grade's worker until it got there.
+    import subprocess
+    import sys
+    import time
+
+    from grader.sandbox import watchdog
+
+    monkeypatch.setattr(compile_ahead, "HELPER_CASE_S", 0.5)
+    kata = catalog.get_kata("softmax")
+    stuck = ("import json, socket, sys, time\n"
+             "line = socket.socket(fileno=int(sys.argv[1]))\n"
+             "line.sendall((json.dumps({'op': 'start', 'key': 'k', 'limit_s': 60}) + '\\n').encode())\n"
+             "line.recv(100)\n"
+             "time.sleep(60)\n")
+
+    def launch(request_path, workdir, env, output, sock):
+        return subprocess.Popen([sys.executable, "-c", stuck, str(sock.fileno())],
+                                pass_fds=(sock.fileno(),), start_new_session=True)
+
+    limits = watchdog.Limits(wall_s=120, memory_bytes=1 << 30, processes=4, output_bytes=1 << 20)
+    helpers = Helpers(shares(kata, _plan(kata), 1), {}, tmp_path, limits, launch, lambda f: {})
+    try:
+        helpers.case_started("softmax/small/float32")
+        (helper,) = helpers.helpers
+        started = time.monotonic()
+        assert helper.proc.wait(timeout=20) is not None
+        assert time.monotonic() - started < 10 and helper.stopped
+    finally:
+        helpers.stop()

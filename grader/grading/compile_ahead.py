@@ -47,6 +47,9 @@ HELPER_CONTEXT_BYTES = 600 << 20  # a CUDA context and Triton's own buffers
 SPARE = 0.9  # the share of the GPU the grade and its helpers may plan on
 GIB = 1 << 30
 HELPER_POLL_S = 0.2  # a helper's watchdog reads /proc less often than the worker's
+# A helper case running longer than this is stopped: compiling a variant takes seconds, and a
+# hang (a loop that never ends) would only take GPU time from the grade's worker.
+HELPER_CASE_S = 30.0
 _WIDE_DTYPES = ("float64", "int64", "complex64", "complex128")
 
 
@@ -113,6 +116,7 @@ class _Helper:
         self.line: socket.socket | None = None  # our end of its line to the grader
         self.seen: dict[int, int] = {}
         self.ran: set[str] = set()  # the cases it finished
+        self.case_started: float | None = None  # when the case it runs now started
         self.stopped = False
 
 
@@ -201,7 +205,10 @@ class Helpers:
                     request = {}
                 op = request.get("op") if isinstance(request, dict) else None
                 answer = {}
-                if op == "case":
+                if op == "start":
+                    helper.case_started = time.monotonic()
+                elif op == "case":
+                    helper.case_started = None
                     helper.ran.add(str(request.get("key")))
                     self.timeline.append((time.monotonic(), "ahead", request.get("key")))
                     answer = {"ok": True, "stop": False, "skip_task": False}
@@ -215,7 +222,14 @@ class Helpers:
             sock.close()
 
     def _watch(self, helper: _Helper, output_path: Path) -> None:
-        watchdog.watch(helper.proc, self._limits, output_path, helper.seen, poll_s=HELPER_POLL_S)
+        def overdue():
+            started = helper.case_started
+            if started is not None and time.monotonic() - started > HELPER_CASE_S:
+                return watchdog.Breach("time", "a helper case ran too long")
+            return None
+
+        watchdog.watch(helper.proc, self._limits, output_path, helper.seen, extra=overdue,
+                       poll_s=HELPER_POLL_S)
         self._stop(helper)
 
     def _stop(self, helper: _Helper) -> None:
