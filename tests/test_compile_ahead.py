@@ -15,8 +15,11 @@ from grader.grading.compile_ahead import Helpers, helper_count, shares
 from grader.grading.plan import build_plan
 from grader.grading.runner import grade
 from grader.kata import catalog
+from grader.sandbox import watchdog
 
 ROOT = Path(__file__).resolve().parents[1]
+# A helper's limits in the tests that launch stand-in processes.
+LIMITS = watchdog.Limits(wall_s=120, memory_bytes=1 << 30, processes=4, output_bytes=1 << 20)
 
 
 def _plan(kata, mode="gpu"):
@@ -109,8 +112,6 @@ def test_a_grade_with_helpers_reaches_the_same_verdict_and_leaves_none_running(
 def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_end(tmp_path):
     import subprocess
 
-    from grader.sandbox import watchdog
-
     kata = catalog.get_kata("softmax")
     runs = shares(kata, _plan(kata), 2)
     launched = []
@@ -119,9 +120,8 @@ def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_en
         launched.append(request_path)
         return subprocess.Popen(["sleep", "60"], start_new_session=True)
 
-    limits = watchdog.Limits(wall_s=120, memory_bytes=1 << 30, processes=4, output_bytes=1 << 20)
     timeline = []
-    helpers = Helpers(runs, {"kata_dir": "k"}, tmp_path, limits, launch, lambda folder: {}, timeline)
+    helpers = Helpers(runs, {"kata_dir": "k"}, tmp_path, LIMITS, launch, lambda folder: {}, timeline)
     try:
         helpers.case_started("softmax/small/float32")  # the worker's first case starts them
         assert len(launched) == 2 and all(h.proc.poll() is None for h in helpers.helpers)
@@ -142,16 +142,13 @@ def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_en
 
 def test_a_helper_that_cannot_start_leaves_the_grade_alone(tmp_path):
     # The hook runs in the referee's thread: an exception there would leave the worker waiting.
-    from grader.sandbox import watchdog
-
     kata = catalog.get_kata("softmax")
 
     def launch(*args):
         raise OSError("no more processes")
 
-    limits = watchdog.Limits(wall_s=10, memory_bytes=1 << 30, processes=4, output_bytes=1 << 20)
     timeline = []
-    helpers = Helpers(shares(kata, _plan(kata), 2), {}, tmp_path, limits, launch, lambda f: {}, timeline)
+    helpers = Helpers(shares(kata, _plan(kata), 2), {}, tmp_path, LIMITS, launch, lambda f: {}, timeline)
     helpers.case_started("softmax/small/float32")
     helpers.stop()
     assert all(h.stopped and h.proc is None for h in helpers.helpers)
@@ -163,8 +160,6 @@ def test_a_helper_stuck_in_a_case_is_stopped(tmp_path, monkeypatch):
     import subprocess
     import sys
     import time
-
-    from grader.sandbox import watchdog
 
     monkeypatch.setattr(compile_ahead, "HELPER_CASE_S", 0.5)
     kata = catalog.get_kata("softmax")
@@ -178,8 +173,7 @@ def test_a_helper_stuck_in_a_case_is_stopped(tmp_path, monkeypatch):
         return subprocess.Popen([sys.executable, "-c", stuck, str(sock.fileno())],
                                 pass_fds=(sock.fileno(),), start_new_session=True)
 
-    limits = watchdog.Limits(wall_s=120, memory_bytes=1 << 30, processes=4, output_bytes=1 << 20)
-    helpers = Helpers(shares(kata, _plan(kata), 1), {}, tmp_path, limits, launch, lambda f: {})
+    helpers = Helpers(shares(kata, _plan(kata), 1), {}, tmp_path, LIMITS, launch, lambda f: {})
     try:
         helpers.case_started("softmax/small/float32")
         (helper,) = helpers.helpers

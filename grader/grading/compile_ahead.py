@@ -31,6 +31,7 @@ import threading
 import time
 from pathlib import Path
 
+from grader.grading.plan import build_plan
 from grader.kata.format import Kata
 from grader.sandbox import watchdog
 
@@ -45,7 +46,6 @@ CASE_BYTES = 256 << 20  # bytes moved by a case a helper may run
 KATA_BYTES = 4 << 30  # a kata without a declared peak: its largest case's bytes moved, at most
 HELPER_CONTEXT_BYTES = 600 << 20  # a CUDA context and Triton's own buffers
 SPARE = 0.9  # the share of the GPU the grade and its helpers may plan on
-GIB = 1 << 30
 HELPER_POLL_S = 0.2  # a helper's watchdog reads /proc less often than the worker's
 # A helper case running longer than this is stopped: compiling a variant takes seconds, and a
 # hang (a loop that never ends) would only take GPU time from the grade's worker.
@@ -86,14 +86,9 @@ def room_for(kata: Kata, count: int, total_bytes: int | None) -> bool:
     29)."""
     if kata.gpu_memory_gib and total_bytes:
         helpers = count * (GPU_MEMORY_FRACTION * total_bytes + HELPER_CONTEXT_BYTES)
-        return kata.gpu_memory_gib * GIB + helpers <= SPARE * total_bytes
-    sizes = [_case_bytes(kata, planned) for planned in _planned_cases(kata)]
+        return kata.gpu_memory_gib * watchdog.GIB + helpers <= SPARE * total_bytes
+    sizes = [_case_bytes(kata, p.to_dict()) for p in build_plan(kata, "gpu") if not p.skip_reason]
     return all(size is not None and size <= KATA_BYTES for size in sizes)
-
-
-def _planned_cases(kata: Kata) -> list[dict]:
-    return [{"task": t.name, "case": c.name, "dtype": d} for t in kata.tasks for c in t.cases
-            for d in c.dtypes if "gpu" in c.modes]
 
 
 def shares(kata: Kata, plan: list[dict], count: int, total_bytes: int | None = None) -> list[list[dict]]:

@@ -341,7 +341,6 @@ class CaseRunner:
                          "of the GPU's memory.)")
                 if self.gpu_too_small:  # the case may not fit this GPU, however good the kernel
                     text += f"\n({self.gpu_too_small}.)"
-
             raise CaseProblem(f"{self.task.name} raised an exception:\n{text}", status="error")
         self._check_integrity()
         self._check_concurrency(threads_before)

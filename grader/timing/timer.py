@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import torch
 import triton.testing
 
-from grader.timing.perturb import Perturber
+from grader.timing.perturb import Perturber, tensors
 
 # Bound here, before the submission is imported: patching the public names changes nothing.
 _Event = torch.cuda.Event
@@ -209,7 +209,7 @@ class _GraphSide:
         # time it call by call instead (time_pair falls back when this raises).
         owners: dict[int, int] = {}
         for index, out in enumerate(self.outputs):
-            for t in _leaves(out):
+            for t in tensors(out):
                 if owners.setdefault(t.untyped_storage().data_ptr(), index) != index:
                     raise RuntimeError("the calls share an output buffer across input sets")
 
@@ -230,14 +230,6 @@ class _GraphSide:
 
         times = _event_times(call, n, before, flush, after, self.lead)
         return [t / self.calls_per_sample for t in times]
-
-
-def _leaves(value) -> list:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _leaves(item)]
-    return []
 
 
 def _clone_all(value):
