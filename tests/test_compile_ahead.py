@@ -58,7 +58,9 @@ def test_helpers_start_only_where_the_katas_declared_peak_leaves_the_gpu_room():
 def test_how_many_helpers(monkeypatch):
     monkeypatch.delenv(compile_ahead.ENV_SWITCH, raising=False)
     monkeypatch.setattr(compile_ahead.os, "cpu_count", lambda: 16)
-    assert helper_count("gpu", shared_gpu=False) == int(compile_ahead.DEFAULT)
+    assert compile_ahead.DEFAULT == "auto"  # measured: docs/PERFORMANCE.md
+    assert helper_count("gpu", shared_gpu=False) == 2
+    assert helper_count("interpret", shared_gpu=False) == 0
     monkeypatch.setenv(compile_ahead.ENV_SWITCH, "auto")
     assert helper_count("gpu", shared_gpu=False) == 2
     assert helper_count("gpu", shared_gpu=True) == 0  # grades side by side: the GPU is theirs
@@ -73,8 +75,10 @@ def test_how_many_helpers(monkeypatch):
 
 @pytest.fixture()
 def spied_helpers(monkeypatch):
-    """KATA_COMPILE_AHEAD=2, and the helpers each grade started, with the request each got."""
+    """KATA_COMPILE_AHEAD=2, started at the first case, and the helpers each grade started,
+    with the request each got."""
     monkeypatch.setenv(compile_ahead.ENV_SWITCH, "2")
+    monkeypatch.setattr(compile_ahead, "START_AFTER_S", 0)
     started = []
     real_start = Helpers._start
 
@@ -121,7 +125,8 @@ def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_en
         return subprocess.Popen(["sleep", "60"], start_new_session=True)
 
     timeline = []
-    helpers = Helpers(runs, {"kata_dir": "k"}, tmp_path, LIMITS, launch, lambda folder: {}, timeline)
+    helpers = Helpers(runs, {"kata_dir": "k"}, tmp_path, LIMITS, launch, lambda folder: {}, timeline,
+                      start_after_s=0)
     try:
         helpers.case_started("softmax/small/float32")  # the worker's first case starts them
         assert len(launched) == 2 and all(h.proc.poll() is None for h in helpers.helpers)
@@ -140,6 +145,75 @@ def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_en
     assert len(launched) == 2
 
 
+def test_helpers_start_only_once_a_case_runs_long_enough_to_be_compiling(tmp_path):
+    # Warm, every case takes milliseconds and helpers would only cost the grade their start-up.
+    import subprocess
+    import time
+
+    kata = catalog.get_kata("softmax")
+    runs = shares(kata, _plan(kata), 2)
+    launched = []
+
+    def launch(request_path, workdir, env, output, sock):
+        launched.append(request_path)
+        return subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+    helpers = Helpers(runs, {}, tmp_path, LIMITS, launch, lambda f: {}, start_after_s=0.3)
+    try:
+        own = [p["key"] for p in _plan(kata) if p["key"] not in {q["key"] for r in runs for q in r}]
+        for key in own[:3]:  # fast cases: nothing starts
+            helpers.case_started(key)
+            time.sleep(0.05)
+        assert launched == []
+        helpers.case_started(own[3])  # a slow case: compiling
+        deadline = time.monotonic() + 10
+        while len(launched) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(launched) == 2 and [h.run for h in helpers.helpers] == runs
+    finally:
+        helpers.stop()
+    assert all(h.proc.poll() is not None for h in helpers.helpers)
+
+
+def test_a_helper_the_worker_has_reached_before_a_slow_case_never_starts(tmp_path):
+    import subprocess
+    import time
+
+    kata = catalog.get_kata("softmax")
+    runs = shares(kata, _plan(kata), 2)
+    launched = []
+
+    def launch(request_path, workdir, env, output, sock):
+        launched.append(request_path.parent.name)
+        return subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+    helpers = Helpers(runs, {}, tmp_path, LIMITS, launch, lambda f: {}, start_after_s=0.2)
+    try:
+        helpers.case_started(runs[0][0]["key"])  # warm up to here; now in the first helper's share
+        deadline = time.monotonic() + 10
+        while not launched and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        assert launched == ["ahead1"]
+    finally:
+        helpers.stop()
+
+
+def test_a_grade_that_ends_before_a_case_is_slow_starts_no_helper(tmp_path):
+    kata = catalog.get_kata("softmax")
+
+    def launch(*args):
+        raise AssertionError("no helper should start")
+
+    helpers = Helpers(shares(kata, _plan(kata), 2), {}, tmp_path, LIMITS, launch, lambda f: {},
+                      start_after_s=0.2)
+    helpers.case_started("softmax/small/float32")
+    helpers.stop()  # before timing: the timer must not fire after it
+    import time
+    time.sleep(0.4)
+    assert all(h.proc is None for h in helpers.helpers)
+
+
 def test_a_helper_that_cannot_start_leaves_the_grade_alone(tmp_path):
     # The hook runs in the referee's thread: an exception there would leave the worker waiting.
     kata = catalog.get_kata("softmax")
@@ -148,7 +222,8 @@ def test_a_helper_that_cannot_start_leaves_the_grade_alone(tmp_path):
         raise OSError("no more processes")
 
     timeline = []
-    helpers = Helpers(shares(kata, _plan(kata), 2), {}, tmp_path, LIMITS, launch, lambda f: {}, timeline)
+    helpers = Helpers(shares(kata, _plan(kata), 2), {}, tmp_path, LIMITS, launch, lambda f: {}, timeline,
+                      start_after_s=0)
     helpers.case_started("softmax/small/float32")
     helpers.stop()
     assert all(h.stopped and h.proc is None for h in helpers.helpers)
@@ -173,7 +248,8 @@ def test_a_helper_stuck_in_a_case_is_stopped(tmp_path, monkeypatch):
         return subprocess.Popen([sys.executable, "-c", stuck, str(sock.fileno())],
                                 pass_fds=(sock.fileno(),), start_new_session=True)
 
-    helpers = Helpers(shares(kata, _plan(kata), 1), {}, tmp_path, LIMITS, launch, lambda f: {})
+    helpers = Helpers(shares(kata, _plan(kata), 1), {}, tmp_path, LIMITS, launch, lambda f: {},
+                      start_after_s=0)
     try:
         helpers.case_started("softmax/small/float32")
         (helper,) = helpers.helpers

@@ -18,6 +18,12 @@ Why a helper cannot change a verdict:
   it (room_for): adamw's and cross_entropy's grades need nearly all of an 80 GB GPU.
 - It is stopped as soon as the grade's worker catches up with it, before timing (which needs
   the GPU alone), and when the grade ends.
+
+Helpers start only once one of the worker's checked cases has run for START_AFTER_S: a case
+that slow is most likely compiling. When Triton's cache already holds the kernels (the same code
+graded again), small cases take milliseconds and no helper starts, so a warm grade does not pay
+for them (started at once, two helpers cost a warm softmax grade 0.7 s of 6.2, and cold grades
+lose about that first second: docs/PERFORMANCE.md).
 """
 
 from __future__ import annotations
@@ -36,9 +42,9 @@ from grader.kata.format import Kata
 from grader.sandbox import watchdog
 
 ENV_SWITCH = "KATA_COMPILE_AHEAD"  # the number of helpers, or "auto"; 0 turns them off
-# Off until grade times with and without helpers are measured on a GPU
-# (benchmarks/cold_grade_time.sh); "auto" is the rule of helper_count.
-DEFAULT = "0"
+# "auto" is the rule of helper_count. Measured on an H100 (benchmarks/cold_grade_time.sh,
+# docs/PERFORMANCE.md): cold grades 21-45% shorter, every bench case's speedup unchanged.
+DEFAULT = "auto"
 MAX_HELPERS = 2
 CORES_PER_HELPER = 4  # a compile takes a core; the worker and the checker need theirs
 GPU_MEMORY_FRACTION = 0.04
@@ -50,6 +56,9 @@ HELPER_POLL_S = 0.2  # a helper's watchdog reads /proc less often than the worke
 # A helper case running longer than this is stopped: compiling a variant takes seconds, and a
 # hang (a loop that never ends) would only take GPU time from the grade's worker.
 HELPER_CASE_S = 30.0
+# A checked case running longer than this is compiling (warm, a small case takes milliseconds):
+# the helpers start then, and only then.
+START_AFTER_S = 1.0
 _WIDE_DTYPES = ("float64", "int64", "complex64", "complex128")
 
 
@@ -116,45 +125,70 @@ class _Helper:
 
 
 class Helpers:
-    """A grade's compile-ahead helpers. `case_started(key)` (the referee's hook) starts them at
-    the worker's first case and stops a helper once the worker has caught up with it (starts a
-    case of its share that it has not finished); stop() ends them all. `timeline` (the
-    referee's, for KATA_TRACE) gets (when, "ahead", key) for each case a helper finishes."""
+    """A grade's compile-ahead helpers. `case_started(key)` (the referee's hook) starts them once
+    one of the worker's checked cases has run for `start_after_s` (default START_AFTER_S), and
+    stops a helper once the worker has caught up with it (starts a case of its share that it has not finished); stop() ends
+    them all. `timeline` (the referee's, for KATA_TRACE) gets (when, "ahead", key) for each
+    case a helper finishes."""
 
     def __init__(self, runs: list[list[dict]], request: dict, grade_dir: Path,
-                 limits: watchdog.Limits, launch, env_for, timeline: list | None = None):
+                 limits: watchdog.Limits, launch, env_for, timeline: list | None = None,
+                 start_after_s: float | None = None):
         self.helpers = [_Helper(i, run) for i, run in enumerate(runs)]
         self._request, self._grade_dir, self._limits = request, grade_dir, limits
         self._launch, self._env_for = launch, env_for
         self.timeline = timeline if timeline is not None else []
+        self._start_after_s = START_AFTER_S if start_after_s is None else start_after_s
         self._lock = threading.Lock()
         self._started = False
         self._closed = False
+        self._current: str | None = None  # the worker's case in flight
+        self._timer: threading.Timer | None = None
         self._threads: list[threading.Thread] = []
 
     # -- the referee's hooks -----------------------------------------------------------------
     def case_started(self, key: str) -> None:
         with self._lock:
-            first = not self._started and not self._closed
-            self._started = True
+            self._current = key
+            waiting = self.helpers and not self._started and not self._closed
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if waiting and self._start_after_s > 0:
+                self._timer = threading.Timer(self._start_after_s, self._slow_case, args=(key,))
+                self._timer.daemon = True
+                self._timer.start()
             caught_up = [h for h in self.helpers if key in h.keys and key not in h.ran and not h.stopped]
-        if first and self.helpers:
-            for helper in self.helpers:
-                try:
-                    self._start(helper)
-                except Exception as exc:  # noqa: BLE001 - a helper is an optimisation: never the grade's fault
-                    helper.stopped = True
-                    self.timeline.append((time.monotonic(), "ahead-failed", f"{type(exc).__name__}: {exc}"))
+        if waiting and self._start_after_s <= 0:
+            self._slow_case(key)
         for helper in caught_up:  # from here on the helper would only compile beside the worker
             self._stop(helper)
 
     def stop(self) -> None:
         with self._lock:
             self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
         for helper in self.helpers:
             self._stop(helper)
         for thread in self._threads:
             thread.join(timeout=30)
+
+    def _slow_case(self, key: str) -> None:
+        """The worker's case `key` has run for start_after_s: start the helpers the worker has
+        not caught up with yet (those case_started stopped)."""
+        with self._lock:
+            if self._started or self._closed or self._current != key:
+                return
+            self._started = True
+        for helper in self.helpers:
+            if helper.stopped:
+                continue
+            try:
+                self._start(helper)
+            except Exception as exc:  # noqa: BLE001 - a helper is an optimisation: never the grade's fault
+                helper.stopped = True
+                self.timeline.append((time.monotonic(), "ahead-failed", f"{type(exc).__name__}: {exc}"))
 
     # -- one helper ----------------------------------------------------------------------------
     def _start(self, helper: _Helper) -> None:
