@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 POLL_S = 0.02
+FREEZE_S = 2.0  # how long freeze() waits for a tree to stop
 GIB = 1 << 30
 
 
@@ -125,31 +126,59 @@ def watch(proc: subprocess.Popen, limits: Limits, output_path: Path,
                                     f"{limits.memory_bytes / GIB:.1f} GiB)")
 
 
-def freeze(seen: dict[int, int], rounds: int = 50) -> None:
+def _stopped_or_gone(pid: int, started: int) -> bool:
+    """Is this process (pid and start time) stopped, a zombie, or gone?"""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return True
+    fields = stat[stat.rfind(")") + 2:].split()
+    try:
+        if int(fields[19]) != started:
+            return True  # the pid was reused: ours is gone
+        return fields[0] in ("T", "t", "Z", "X", "x")
+    except (IndexError, ValueError):
+        return True
+
+
+def freeze(seen: dict[int, int], timeout_s: float = FREEZE_S) -> None:
     """Stop (SIGSTOP) the worker's whole tree before it is killed, scanning until no new process
     appears: a stopped process cannot fork, so a child forked between the last poll and the
     kill (and perhaps already out of the session) is found and stopped too. The tree is what
     descends from the processes in `seen` that still run (pid and start time: never a reused
-    pid); adds what it finds to `seen`."""
+    pid); adds what it finds to `seen`.
+
+    A SIGSTOP takes effect only when its process next leaves the kernel: one in the middle of a
+    fork (milliseconds for a process that has imported torch) goes on to finish it, and the child
+    appears after that. So the tree counts as frozen only once every process it holds has been
+    seen stopped (or gone) before a scan that finds nothing new. Gives up after timeout_s (a
+    process stuck in the kernel), leaving the kill to do what it can."""
     import signal
 
     if not os.path.isdir("/proc/self"):
         return
+    deadline = time.monotonic() + timeout_s
     stopped: set[int] = set()
-    for _ in range(rounds):
+    while True:
+        settled = all(_stopped_or_gone(pid, seen[pid]) for pid in stopped)  # read before the scan
         table = _proc_table()
         roots = [pid for pid, started in seen.items() if pid in table and table[pid][2] == started]
         tree = {pid for r in roots for pid in descendants(r, table)}
         new = tree - stopped
-        if not new:
+        if not new and settled:
             return
         for pid in new:
-            seen.setdefault(pid, table[pid][2])
+            seen[pid] = table[pid][2]  # a pid seen before and reused since: this is ours now
             try:
                 os.kill(pid, signal.SIGSTOP)
             except (ProcessLookupError, PermissionError):
                 pass
         stopped |= new
+        if time.monotonic() > deadline:
+            return
+        if not new:
+            time.sleep(0.001)
 
 
 def kill_all(seen: dict[int, int]) -> None:
