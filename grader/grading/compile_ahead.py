@@ -59,6 +59,9 @@ HELPER_CASE_S = 30.0
 # A checked case running longer than this is compiling (warm, a small case takes milliseconds):
 # the helpers start then, and only then.
 START_AFTER_S = 1.0
+# Stopping a helper runs in the referee's thread, which the worker waits on: wait less for its
+# tree to freeze than the grade's own end does (the kill follows either way).
+HELPER_FREEZE_S = 0.5
 _WIDE_DTYPES = ("float64", "int64", "complex64", "complex128")
 
 
@@ -271,7 +274,7 @@ class Helpers:
             line.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        watchdog.freeze(helper.seen)
+        watchdog.freeze(helper.seen, timeout_s=HELPER_FREEZE_S)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
