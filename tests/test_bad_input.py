@@ -236,4 +236,5 @@ def test_a_full_gpu_during_checking_is_named_as_such_not_as_a_grader_bug(private
     assert data["status"] == "error" and data["cheat"] is None
     assert data["message"].startswith("The GPU ran out of memory while the grader itself worked")
     assert "Internal grader error" not in data["message"]
+    assert "CUDA out of memory" in data["message"] and "Traceback" not in data["message"]
     assert [d["code"] for d in data["diagnoses"]] == ["gpu_busy"]

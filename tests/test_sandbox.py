@@ -169,12 +169,3 @@ def test_exception_in_a_kernel_launch_is_reported(tmp_path):
     assert all(c.status in ("error", "skipped", "not_run") for c in result.cases)
     assert any(c.status == "not_run" and "already failed" in c.message for c in result.cases)
 
-
-def test_checker_in_its_own_process_gives_the_same_verdicts(tmp_path, monkeypatch):
-    # On a GPU the checker runs as `python -m grader.judge.checker`; the hook makes the CPU do the same.
-    monkeypatch.setenv("KATA_CHECKER_PROCESS", "1")
-    good = grade_source(tmp_path, KERNEL, seed=7)
-    assert good.status == "pass" and good.cheat is None
-    bad = grade_source(tmp_path, KERNEL.replace("x + y", "x - y").replace(
-        "tl.load(x_ptr + offsets, mask=mask) + tl.load(", "tl.load(x_ptr + offsets, mask=mask) - tl.load("), seed=7)
-    assert bad.status == "fail" and "out of tolerance" in bad.cases[0].message

@@ -74,12 +74,27 @@ def test_a_forked_worker_grades_as_a_fresh_one(private_server, monkeypatch, tmp_
 
 
 def test_a_forked_checker_answers(private_server, monkeypatch):
-    # GPU grades check in a process of their own; the test hook puts the CPU checker there too.
-    monkeypatch.setenv("KATA_CHECKER_PROCESS", "1")
+    # Every grade checks in a process of its own, which the warm start forks like the worker.
     forked = _spawned(monkeypatch)
     result = grade(get_kata("vector_add"), REFERENCE, "interpret")
     assert result.status == "pass"
     assert len(forked) == 2 and all(isinstance(p, warm_start.ForkedProcess) for p in forked)
+
+
+def test_a_forked_checker_that_raises_says_what_it_raised(private_server, private_kata, monkeypatch):
+    # A forked role ends with os._exit: its exception must still reach its stderr, where the
+    # grader reads it (a CUDA out-of-memory in the checker is named gpu_busy from there).
+    spec = private_kata("checker_raises") / "spec.py"
+    spec.write_text(spec.read_text().replace(
+        "    return x.double() + y.double()", "    raise RuntimeError('the truth exploded')", 1))
+    from grader.kata import catalog
+
+    forked = _spawned(monkeypatch)
+    result = grade(catalog.get_kata("checker_raises"), REFERENCE, "interpret")
+    assert len(forked) == 2 and all(isinstance(p, warm_start.ForkedProcess) for p in forked)
+    assert result.status == "error"
+    assert "RuntimeError: the truth exploded" in result.message
+    assert "RuntimeError: the truth exploded" in result.cases[0].message  # its first line
 
 
 def test_a_crash_in_a_forked_worker_is_reported(private_server, tmp_path):

@@ -311,27 +311,11 @@ def _fingerprints(paths) -> dict[str, tuple | None]:
     return prints
 
 
-class _LocalJudge:
-    """The checker in this process (CPU grades): outputs are on the CPU already."""
-
-    def __init__(self, kata: Kata, seed: int):
-        from grader.judge.checker import Checker
-
-        self.checker = Checker(kata, seed, "cpu")
-
-    def check_case(self, planned, result):
-        return self.checker.check_case(planned, result)
-
-    def check_samples(self, planned, samples, method, n_sets):
-        return self.checker.check_samples(planned, samples, method, n_sets)
-
-    def close(self):
-        pass
-
-
 class _ServiceJudge:
-    """The checker in a process of its own (GPU grades), started now so that its imports and CUDA
-    start-up overlap the worker's; asked case by case over its stdin and stdout."""
+    """The checker in a process of its own, started now so that its imports (and on a GPU, CUDA's
+    start-up) overlap the worker's; asked case by case over its stdin and stdout. Forked by the
+    warm start, it has torch imported already: a checker in this process would import it first,
+    1-1.6 s that were most of a small CPU grade (docs/PERFORMANCE.md)."""
 
     def __init__(self, kata: Kata, mode: str, seed: int, plan: list[dict], tmp_path: Path):
         request = {"kata_dir": str(kata.directory), "seed": seed,
@@ -367,7 +351,11 @@ class _ServiceJudge:
             line = ""
         if not line:
             self.stderr.seek(0)
-            raise CheckerError(f"the checker process ended:\n{self.stderr.read()[-4000:]}")
+            told = self.stderr.read()
+            # Its last line (the exception) goes first: a case's message keeps only the first
+            # line, and a CUDA out-of-memory there is the machine's state, not a grader bug.
+            last = next((text.strip() for text in reversed(told.splitlines()) if text.strip()), "")
+            raise CheckerError(f"the checker process ended: {last}\n{told[-4000:]}")
         return json.loads(line)
 
     def check_case(self, planned, result):
@@ -405,8 +393,6 @@ def gpu_busy_message(kata: Kata, mode: str, error: str) -> str:
 
 
 def _judge(kata: Kata, mode: str, seed: int, plan: list[dict], tmp_path: Path):
-    if mode != "gpu" and not os.environ.get("KATA_CHECKER_PROCESS"):  # the env var: a test hook
-        return _LocalJudge(kata, seed)
     return _ServiceJudge(kata, mode, seed, plan, tmp_path)
 
 
@@ -486,7 +472,9 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     fatal = next((e for e in run.events if e["type"] in ("fatal", "internal_error")), None)
     if fatal and fatal["type"] == "internal_error":
         if GPU_MEMORY_EXHAUSTED.search(fatal["message"]):
-            fatal = {"message": gpu_busy_message(kata, mode, fatal["message"]), "code": "gpu_busy"}
+            # The error's first line names it; the checker's traceback would only be noise here.
+            first_line = fatal["message"].splitlines()[0]
+            fatal = {"message": gpu_busy_message(kata, mode, first_line), "code": "gpu_busy"}
         else:
             fatal = {"message": "Internal grader error (not your fault; please report it):\n"
                                 + fatal["message"], "code": "internal_error"}

@@ -434,7 +434,17 @@ def _become(request: dict, fds: list[int]) -> int:
         from grader.sandbox.worker import run_process
     else:
         from grader.judge.checker import run_process
-    return run_process(request["request"])
+    try:
+        return run_process(request["request"])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - reported as `python -m` would, on stderr
+        # The caller reads what a role said last from its stderr (a checker that ran out of GPU
+        # memory is named so, not as a grader bug); _exit() would otherwise leave it silent.
+        import traceback
+
+        traceback.print_exc()
+        return 1
 
 
 if __name__ == "__main__":
