@@ -17,6 +17,7 @@ from grader.grading import runner, warm_start
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
 from grader.sandbox import lockdown as sandbox
+from processes import left_running, running_named
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reference" / "vector_add.py"
@@ -167,20 +168,6 @@ def test_off_switch(monkeypatch, tmp_path):
                             fds={}, new_session=True) is None
 
 
-def _running_named(name: str) -> list[int]:
-    """Running (not zombie) processes that gave themselves this name."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if stat[stat.find("(") + 1:stat.rfind(")")] == name and stat[stat.rfind(")") + 2] not in "ZX":
-                found.append(int(entry))
-    return found
-
-
 @pytest.mark.parametrize("warm", ["1", "0"], ids=["forked-worker", "fresh-worker"])
 def test_a_grade_killed_midway_leaves_no_worker_behind(tmp_path, monkeypatch, request, warm):
     # A batch worker killed mid-grade (issue 15): its grade's worker must not run on, holding
@@ -203,19 +190,16 @@ def test_a_grade_killed_midway_leaves_no_worker_behind(tmp_path, monkeypatch, re
                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
-        while not _running_named(marker) and time.monotonic() < deadline and grading.poll() is None:
+        while not running_named(marker) and time.monotonic() < deadline and grading.poll() is None:
             time.sleep(0.1)
-        workers = _running_named(marker)
+        workers = running_named(marker)
         assert workers, "the submission never ran"
         parent = int(Path(f"/proc/{workers[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
         assert (parent != grading.pid) == (warm == "1"), "forked by the server only when warm"
         grading.kill()
         grading.wait()
-        deadline = time.monotonic() + 10
-        while _running_named(marker) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert _running_named(marker) == []
+        assert left_running(marker) == []
     finally:
         grading.kill()
-        for pid in _running_named(marker):
+        for pid in running_named(marker):
             os.kill(pid, 9)
