@@ -238,3 +238,17 @@ def test_a_full_gpu_during_checking_is_named_as_such_not_as_a_grader_bug(private
     assert "Internal grader error" not in data["message"]
     assert "CUDA out of memory" in data["message"] and "Traceback" not in data["message"]
     assert [d["code"] for d in data["diagnoses"]] == ["gpu_busy"]
+
+
+def test_a_checker_killed_without_a_word_says_how_it_ended(private_kata):
+    # SIGKILL leaves no traceback: the exit status is all there is, and most often it means the
+    # machine's out-of-memory killer chose the checker.
+    spec = private_kata("checker_killed") / "spec.py"
+    spec.write_text(spec.read_text().replace(
+        "    return x.double() + y.double()",
+        "    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)", 1))
+    result = grade(spec.parent.parent.parent / "reference" / "checker_killed.py", "--kata", "checker_killed")
+    data = json.loads(result.output)
+    assert data["status"] == "error" and data["cheat"] is None
+    assert "killed by SIGKILL" in data["message"] and "out of CPU memory" in data["message"]
+    assert {d["code"] for d in data["diagnoses"]} == {"internal_error"}

@@ -355,8 +355,26 @@ class _ServiceJudge:
             # Its last line (the exception) goes first: a case's message keeps only the first
             # line, and a CUDA out-of-memory there is the machine's state, not a grader bug.
             last = next((text.strip() for text in reversed(told.splitlines()) if text.strip()), "")
-            raise CheckerError(f"the checker process ended: {last}\n{told[-4000:]}")
+            raise CheckerError(f"the checker process ended: {last or self._how_it_ended()}\n"
+                               f"{told[-4000:]}")
         return json.loads(line)
+
+    def _how_it_ended(self) -> str:
+        """A checker that said nothing: its exit status, and what a SIGKILL most often means."""
+        try:
+            code = self.proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - still running, or its status is lost: say nothing more
+            return "it said nothing"
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            if -code == signal.SIGKILL:
+                return (f"killed by {name}, without a word (the system's out-of-memory killer "
+                        "does this when the machine runs out of CPU memory)")
+            return f"killed by {name}"
+        return f"it exited with status {code} without a word"
 
     def check_case(self, planned, result):
         return self._ask({"op": "case", "key": planned["key"], "result": result})["result"]
