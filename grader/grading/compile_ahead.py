@@ -43,7 +43,7 @@ from grader.sandbox import watchdog
 
 ENV_SWITCH = "KATA_COMPILE_AHEAD"  # the number of helpers, or "auto"; 0 turns them off
 # "auto" is the rule of helper_count. Measured on an H100 (benchmarks/cold_grade_time.sh,
-# docs/PERFORMANCE.md): cold grades 21-45% shorter, every bench case's speedup unchanged.
+# docs/PERFORMANCE.md): cold grades 22-45% shorter, every bench case's speedup unchanged.
 DEFAULT = "auto"
 MAX_HELPERS = 2
 CORES_PER_HELPER = 4  # a compile takes a core; the worker and the checker need theirs
@@ -130,9 +130,9 @@ class _Helper:
 class Helpers:
     """A grade's compile-ahead helpers. `case_started(key)` (the referee's hook) starts them once
     one of the worker's checked cases has run for `start_after_s` (default START_AFTER_S), and
-    stops a helper once the worker has caught up with it (starts a case of its share that it has not finished); stop() ends
-    them all. `timeline` (the referee's, for KATA_TRACE) gets (when, "ahead", key) for each
-    case a helper finishes."""
+    stops a helper once the worker has caught up with it (starts a case of its share that it
+    has not finished); stop() ends them all. `timeline` (the referee's, for KATA_TRACE) gets
+    (when, "ahead", key) for each case a helper finishes."""
 
     def __init__(self, runs: list[list[dict]], request: dict, grade_dir: Path,
                  limits: watchdog.Limits, launch, env_for, timeline: list | None = None,
@@ -178,8 +178,8 @@ class Helpers:
             thread.join(timeout=30)
 
     def _slow_case(self, key: str) -> None:
-        """The worker's case `key` has run for start_after_s: start the helpers the worker has
-        not caught up with yet (those case_started stopped)."""
+        """The worker's case `key` has run for start_after_s: start the helpers whose share the
+        worker has not reached (case_started has stopped the others)."""
         with self._lock:
             if self._started or self._closed or self._current != key:
                 return
