@@ -14,7 +14,7 @@ import time
 import pytest
 
 from grader.sandbox import watchdog
-from processes import left_running
+from processes import left_running, running_named
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the watchdog reads /proc")
 
@@ -78,14 +78,17 @@ def test_a_real_fork_loop_is_stopped_and_killed_whole():
     marker = f"fz{os.getpid() % 10**6}"
     loop = ("import ctypes, os, time\n"
             "libc = ctypes.CDLL(None)\n"
-            "for i in range(100000):\n"
+            "for i in range(400):  # still forking when freeze() comes: a child every 2 ms\n"
+            "    time.sleep(0.002)\n"
             "    if libc.fork() == 0:\n"
             f"        libc.prctl(15, ctypes.c_char_p(b'{marker}'), 0, 0, 0)\n"
             "        if i % 2: os.setsid()\n"
             "        time.sleep(60); os._exit(0)\n")
     proc = subprocess.Popen([sys.executable, "-c", loop], start_new_session=True)
     try:
-        time.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while len(running_named(marker)) < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
         seen = {proc.pid: watchdog._proc_table()[proc.pid][2]}
         watchdog.freeze(seen)
         assert len(seen) > 1
