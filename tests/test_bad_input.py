@@ -224,16 +224,23 @@ def test_fault_in_a_kata_spec_is_not_blamed_on_the_submission(private_kata):
     assert {d["code"] for d in data["diagnoses"]} == {"internal_error"}  # not the submission's exception
 
 
+def _grade_with_a_broken_truth(private_kata, name: str, body: str) -> dict:
+    """Grade vector_add's reference against a copy of the kata whose ground truth runs `body`
+    in the checker instead of computing; the grade's JSON."""
+    spec = private_kata(name) / "spec.py"
+    spec.write_text(spec.read_text().replace("    return x.double() + y.double()", body, 1))
+    result = grade(spec.parent.parent.parent / "reference" / f"{name}.py", "--kata", name)
+    data = json.loads(result.output)
+    assert data["status"] == "error" and data["cheat"] is None
+    return data
+
+
 def test_a_full_gpu_during_checking_is_named_as_such_not_as_a_grader_bug(private_kata):
     # Several grades on one GPU can leave the checker no memory for a large case: that is the
     # machine's state, and the learner should be told to grade again, not to report a bug.
-    spec = private_kata("gpu_full") / "spec.py"
-    spec.write_text(spec.read_text().replace(
-        "    return x.double() + y.double()",
-        "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 4.00 GiB')", 1))
-    result = grade(spec.parent.parent.parent / "reference" / "gpu_full.py", "--kata", "gpu_full")
-    data = json.loads(result.output)
-    assert data["status"] == "error" and data["cheat"] is None
+    data = _grade_with_a_broken_truth(
+        private_kata, "gpu_full",
+        "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 4.00 GiB')")
     assert data["message"].startswith("The GPU ran out of memory while the grader itself worked")
     assert "Internal grader error" not in data["message"]
     assert "CUDA out of memory" in data["message"] and "Traceback" not in data["message"]
@@ -243,12 +250,7 @@ def test_a_full_gpu_during_checking_is_named_as_such_not_as_a_grader_bug(private
 def test_a_checker_killed_without_a_word_says_how_it_ended(private_kata):
     # SIGKILL leaves no traceback: the exit status is all there is, and most often it means the
     # machine's out-of-memory killer chose the checker.
-    spec = private_kata("checker_killed") / "spec.py"
-    spec.write_text(spec.read_text().replace(
-        "    return x.double() + y.double()",
-        "    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)", 1))
-    result = grade(spec.parent.parent.parent / "reference" / "checker_killed.py", "--kata", "checker_killed")
-    data = json.loads(result.output)
-    assert data["status"] == "error" and data["cheat"] is None
+    data = _grade_with_a_broken_truth(
+        private_kata, "checker_killed", "    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)")
     assert "killed by SIGKILL" in data["message"] and "out of CPU memory" in data["message"]
     assert {d["code"] for d in data["diagnoses"]} == {"internal_error"}
