@@ -67,15 +67,19 @@ _WIDE_DTYPES = ("float64", "int64", "complex64", "complex128")
 
 def helper_count(mode: str, shared_gpu: bool) -> int:
     """How many helpers a grade starts, from KATA_COMPILE_AHEAD: a number, or `auto`: none under
-    the interpreter (nothing compiles) or when grades share the GPU, else one per
-    CORES_PER_HELPER cores beyond the first CORES_PER_HELPER, up to MAX_HELPERS. Unset: DEFAULT."""
+    the interpreter (nothing compiles), else one per CORES_PER_HELPER cores beyond the first
+    CORES_PER_HELPER, up to MAX_HELPERS. Unset: DEFAULT. None, whatever the setting, when
+    grades share the GPU (selftest, batch): they take turns on it so that one grade's timing
+    never runs beside another's cases, and helpers take no turns."""
+    if shared_gpu:
+        return 0
     setting = os.environ.get(ENV_SWITCH, DEFAULT).strip().lower()
     if setting != "auto":
         try:
             return max(0, min(8, int(setting)))
         except ValueError:
             return 0
-    if mode != "gpu" or shared_gpu:
+    if mode != "gpu":
         return 0
     return max(0, min(MAX_HELPERS, (os.cpu_count() or 1) // CORES_PER_HELPER - 1))
 
