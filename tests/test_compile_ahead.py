@@ -116,17 +116,41 @@ def test_a_grade_with_helpers_reaches_the_same_verdict_and_leaves_none_running(
     assert helped.cheats == alone.cheats == []
 
 
-def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_end(tmp_path):
+def _waiting_workers():
+    """(launch, launched): a launcher of stand-in helpers that just wait, and the folders of
+    those it started, in order."""
     import subprocess
 
-    kata = catalog.get_kata("softmax")
-    runs = shares(kata, _plan(kata), 2)
     launched = []
 
-    def launch(request_path, workdir, env, output, sock):  # a stand-in worker that just waits
-        launched.append(request_path)
+    def launch(request_path, workdir, env, output, sock):
+        launched.append(request_path.parent.name)
         return subprocess.Popen(["sleep", "60"], start_new_session=True)
+    return launch, launched
 
+
+def _delayed_softmax_helpers(tmp_path, start_after_s):
+    """Two stand-in helpers of a softmax grade that start after a case of start_after_s:
+    (helpers, their shares, the folders of those launched)."""
+    kata = catalog.get_kata("softmax")
+    runs = shares(kata, _plan(kata), 2)
+    launch, launched = _waiting_workers()
+    helpers = Helpers(runs, {}, tmp_path, LIMITS, launch, lambda f: {}, start_after_s=start_after_s)
+    return helpers, runs, launched
+
+
+def _until(condition, within_s=10.0):
+    import time
+
+    deadline = time.monotonic() + within_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_end(tmp_path):
+    kata = catalog.get_kata("softmax")
+    runs = shares(kata, _plan(kata), 2)
+    launch, launched = _waiting_workers()
     timeline = []
     helpers = Helpers(runs, {"kata_dir": "k"}, tmp_path, LIMITS, launch, lambda folder: {}, timeline,
                       start_after_s=0)
@@ -150,28 +174,18 @@ def test_a_helper_stops_when_the_worker_reaches_its_share_and_all_stop_at_the_en
 
 def test_helpers_start_only_once_a_case_runs_long_enough_to_be_compiling(tmp_path):
     # Warm, every case takes milliseconds and helpers would only cost the grade their start-up.
-    import subprocess
     import time
 
-    kata = catalog.get_kata("softmax")
-    runs = shares(kata, _plan(kata), 2)
-    launched = []
-
-    def launch(request_path, workdir, env, output, sock):
-        launched.append(request_path)
-        return subprocess.Popen(["sleep", "60"], start_new_session=True)
-
-    helpers = Helpers(runs, {}, tmp_path, LIMITS, launch, lambda f: {}, start_after_s=0.3)
+    helpers, runs, launched = _delayed_softmax_helpers(tmp_path, 0.3)
     try:
+        kata = catalog.get_kata("softmax")
         own = [p["key"] for p in _plan(kata) if p["key"] not in {q["key"] for r in runs for q in r}]
         for key in own[:3]:  # fast cases: nothing starts
             helpers.case_started(key)
             time.sleep(0.05)
         assert launched == []
         helpers.case_started(own[3])  # a slow case: compiling
-        deadline = time.monotonic() + 10
-        while len(launched) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until(lambda: len(launched) >= 2)
         assert len(launched) == 2 and [h.run for h in helpers.helpers] == runs
     finally:
         helpers.stop()
@@ -179,23 +193,12 @@ def test_helpers_start_only_once_a_case_runs_long_enough_to_be_compiling(tmp_pat
 
 
 def test_a_helper_the_worker_has_reached_before_a_slow_case_never_starts(tmp_path):
-    import subprocess
     import time
 
-    kata = catalog.get_kata("softmax")
-    runs = shares(kata, _plan(kata), 2)
-    launched = []
-
-    def launch(request_path, workdir, env, output, sock):
-        launched.append(request_path.parent.name)
-        return subprocess.Popen(["sleep", "60"], start_new_session=True)
-
-    helpers = Helpers(runs, {}, tmp_path, LIMITS, launch, lambda f: {}, start_after_s=0.2)
+    helpers, runs, launched = _delayed_softmax_helpers(tmp_path, 0.2)
     try:
         helpers.case_started(runs[0][0]["key"])  # warm up to here; now in the first helper's share
-        deadline = time.monotonic() + 10
-        while not launched and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until(lambda: launched)
         time.sleep(0.2)
         assert launched == ["ahead1"]
     finally:

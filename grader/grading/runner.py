@@ -194,7 +194,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         output_path = tmp_path / "output.txt"
         before = _fingerprints(protected)
         seen: dict[int, int] = {}
-        judge = _judge(kata, mode, seed, plan_dicts, tmp_path)
+        judge = _CheckerProcess(kata, mode, seed, plan_dicts, tmp_path)
         referee = Referee(ours, judge, plan_dicts, fail_fast=options["fail_fast"],
                           keep_going=options["keep_going"], progress=options["progress"],
                           turns=options["turns"])
@@ -311,7 +311,7 @@ def _fingerprints(paths) -> dict[str, tuple | None]:
     return prints
 
 
-class _ServiceJudge:
+class _CheckerProcess:
     """The checker in a process of its own, started now so that its imports (and on a GPU, CUDA's
     start-up) overlap the worker's; asked case by case over its stdin and stdout. Forked by the
     warm start, it has torch imported already: a checker in this process would import it first,
@@ -408,10 +408,6 @@ def gpu_busy_message(kata: Kata, mode: str, error: str) -> str:
     first)."""
     too_small = shortfall(kata, cuda_probe.total_memory_bytes()) if mode == "gpu" else None
     return (f"{too_small}.\n" if too_small else "") + GPU_BUSY_MESSAGE + error
-
-
-def _judge(kata: Kata, mode: str, seed: int, plan: list[dict], tmp_path: Path):
-    return _ServiceJudge(kata, mode, seed, plan, tmp_path)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -46,6 +46,17 @@ class Breach:
     case: str | None = None  # the case that broke its own time limit
 
 
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    # The command name is in parentheses and may itself hold spaces or parentheses.
+    return stat[stat.rfind(")") + 2:].split()
+
+
 def _proc_table() -> dict[int, tuple[int, int, int]]:
     """pid -> (parent pid, resident bytes, start time) for every process we can see."""
     page = os.sysconf("SC_PAGE_SIZE")
@@ -53,16 +64,10 @@ def _proc_table() -> dict[int, tuple[int, int, int]]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        # The command name is in parentheses and may itself hold spaces or parentheses.
-        fields = stat[stat.rfind(")") + 2:].split()
+        fields = _stat(entry)
         try:
             table[int(entry)] = (int(fields[1]), int(fields[21]) * page, int(fields[19]))
-        except (IndexError, ValueError):
+        except (TypeError, IndexError, ValueError):
             continue
     return table
 
@@ -128,17 +133,12 @@ def watch(proc: subprocess.Popen, limits: Limits, output_path: Path,
 
 def _stopped_or_gone(pid: int, started: int) -> bool:
     """Is this process (pid and start time) stopped, a zombie, or gone?"""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-    except OSError:
-        return True
-    fields = stat[stat.rfind(")") + 2:].split()
+    fields = _stat(pid)
     try:
         if int(fields[19]) != started:
             return True  # the pid was reused: ours is gone
         return fields[0] in ("T", "t", "Z", "X", "x")
-    except (IndexError, ValueError):
+    except (TypeError, IndexError, ValueError):
         return True
 
 
