@@ -135,3 +135,19 @@ def test_autotuning_is_not_counted_in_a_calls_peak_memory():
     meter.stop()
     torch.testing.assert_close(out, x + y)
     assert meter.extra <= 2 * out.numel() * out.element_size(), meter.extra  # the output, not 256 MB
+
+
+def test_a_real_cuda_out_of_memory_in_the_checker_is_named_gpu_busy(private_kata):
+    # The checker is forked by the warm start; its CUDA out-of-memory must reach the grade as the
+    # machine's state (grade again), with the exception's line and no traceback, not as a bug.
+    spec = private_kata("gpu_full") / "spec.py"
+    spec.write_text(spec.read_text().replace(
+        "    return x.double() + y.double()",
+        "    torch.empty(1 << 50, dtype=torch.uint8, device=x.device)\n"
+        "    return x.double() + y.double()", 1))
+    kata = get_kata("gpu_full")
+    result = grade(kata, kata.reference_path, "gpu")
+    assert result.status == "error" and result.cheat is None
+    assert result.message.startswith("The GPU ran out of memory while the grader itself worked"), result.message
+    assert "out of memory" in result.message and "Traceback" not in result.message
+    assert [d["code"] for d in result.diagnoses] == ["gpu_busy"], result.diagnoses
