@@ -512,3 +512,31 @@ def test_the_workspace_readme_states_the_memory_budget_and_where_it_is_checked()
     assert "memory budget" in text and "0.02 * B * V * itemsize" in text
     assert "checked on a GPU only" in text
     assert "memory budget:" not in render_workspace_readme(catalog.get_kata("softmax"))
+
+
+def _with_timed_rows(name: str, value):
+    raw = yaml.safe_load(yaml.safe_dump({r["name"]: r for r in documented_examples()}[name]))
+    raw["tasks"][0]["timed_rows"] = value
+    return parse_kata(raw, Path("katas") / name, Path("r.py")).tasks[0]
+
+
+def test_timed_rows_are_parsed_from_the_documented_example():
+    from grader.kata.format import TimedRows
+    attention = {r["name"]: r for r in documented_examples()}["attention_example"]
+    task = parse_kata(attention, Path("katas/attention_example"), Path("r.py")).tasks[0]
+    assert task.timed_rows == TimedRows(dim=2, count=512)
+    assert _cross_entropy_example().timed_rows is None
+
+
+@pytest.mark.parametrize("value", [
+    {"dim": 2}, {"dim": -1, "count": 8}, {"dim": 0, "count": 0}, {"dim": True, "count": 8},
+    {"dim": 0, "count": 8.5}, [2, 512], {"dim": 0, "count": 8, "seed": 1},
+])
+def test_a_bad_timed_rows_is_refused_when_the_kata_loads(value):
+    with pytest.raises(KataFormatError, match="timed_rows must be"):
+        _with_timed_rows("cross_entropy", value)
+
+
+def test_timed_rows_need_a_ground_truth():
+    with pytest.raises(KataFormatError, match="needs a ground truth"):
+        _with_timed_rows("dropout", {"dim": 0, "count": 8})

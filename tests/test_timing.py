@@ -41,7 +41,7 @@ class _KeepAt:
         return self.picks.get(call)
 
 
-def _vector_add_checker_and_args():
+def _vector_add_checker_and_args(case_name=None):
     import importlib.util
 
     from grader.judge.checker import Checker
@@ -50,7 +50,7 @@ def _vector_add_checker_and_args():
 
     kata = get_kata("vector_add")
     task = kata.tasks[0]
-    case = next(c for c in task.cases if c.name == "odd_tail" or "interpret" in c.modes)
+    case = task.case(case_name) if case_name else next(c for c in task.cases if "interpret" in c.modes)
     planned = {"key": f"{task.name}/{case.name}/float32", "task": task.name, "case": case.name,
                "dtype": "float32"}
     checker = Checker(kata, 7, "cpu")
@@ -75,12 +75,12 @@ def _verify(checker, planned, result, tmp_path):
     return checker.check_samples(planned, samples, result.method, result.n_sets)
 
 
-def _honest_timing(monkeypatch, picks):
+def _honest_timing(monkeypatch, picks, case_name=None):
     """An honest vector_add timed call by call on the CPU, keeping the calls in `picks`."""
     from grader.judge.inputs import case_seed
 
     timing = _cpu_timing(monkeypatch)
-    checker, planned, make_args = _vector_add_checker_and_args()
+    checker, planned, make_args = _vector_add_checker_and_args(case_name)
     honest = lambda x, y: x + y  # noqa: E731
     result = timing.time_pair(honest, honest, make_args, seed=case_seed(7, planned["key"] + "/rng"),
                               use_graph=False, sampler=_KeepAt(picks))
@@ -140,3 +140,110 @@ def test_a_timed_output_wrong_for_other_reasons_is_not_called_a_cheat(monkeypatc
                               sampler=_KeepAt({12: 0}))
     failure = _verify(checker, planned, result, tmp_path)
     assert failure["cheat"] is None and "timed call" in failure["message"]
+
+
+# ----------------------------------------------------------------------------- timed_rows
+# A task may declare timed_rows: its kept timed calls are verified at a sample of positions
+# along one dim (the checked calls on the same shape were verified whole). Here vector_add,
+# whose out[i] depends on x[i] and y[i] only, stands in for flash attention (a query row's
+# output depends on that row), with a reference that can compute some positions only.
+
+def _sampled(monkeypatch, checker, count):
+    import dataclasses
+
+    from grader.kata.format import TimedRows
+
+    task = checker.tasks["vector_add"]
+    checker.tasks["vector_add"] = dataclasses.replace(task, timed_rows=TimedRows(dim=0, count=count))
+    asked = []
+    whole = checker.spec.reference
+
+    def reference(x, y, rows=None):
+        asked.append(None if rows is None else rows.clone())
+        out = whole(x, y)
+        return out if rows is None else out.index_select(0, rows)
+
+    monkeypatch.setattr(checker.spec, "reference", reference)
+    return asked
+
+
+def _touched_by_the_timing(checker, planned, result, call, set_index):
+    """Every position of set `set_index` the timing's input changes touched up to `call`."""
+    from grader.judge.inputs import case_seed
+    from grader.timing.perturb import Replay
+
+    task = checker.tasks["vector_add"]
+    sets = [checker._inputs(task, planned["case"], "float32", planned["key"], f"/timing{i}")
+            for i in range(result.n_sets)]
+    changes = Replay([tuple(s[a] for a in task.args) for s in sets],
+                     case_seed(7, planned["key"] + "/rng"), False)
+    changes.advance(call)
+    return {p for change in changes.changes[set_index] for p in change.positions(0)}
+
+
+def test_timed_rows_verify_kept_calls_at_sampled_positions_and_every_changed_one(monkeypatch, tmp_path):
+    checker, planned, result = _honest_timing(monkeypatch, {5: 0, 40: 1}, "odd_tail")
+    asked = _sampled(monkeypatch, checker, count=64)
+    assert _verify(checker, planned, result, tmp_path) is None
+    n = 98307
+    assert len(asked) == 2 and all(rows is not None for rows in asked)
+    for rows, sample in zip(asked, sorted(result.checked, key=lambda s: s.call)):
+        positions = rows.tolist()
+        assert positions == sorted(set(positions)) and 64 <= len(positions) < n // 2
+        touched = _touched_by_the_timing(checker, planned, result, sample.call, sample.set)
+        assert touched and touched <= set(positions)
+
+
+def test_timed_rows_are_drawn_by_the_checker_not_from_the_grade_seed(monkeypatch, tmp_path):
+    # The worker knows the grade's seed: positions derived from it could be predicted.
+    checker, planned, result = _honest_timing(monkeypatch, {5: 0}, "odd_tail")
+    asked = _sampled(monkeypatch, checker, count=64)
+    assert _verify(checker, planned, result, tmp_path) is None
+    assert _verify(checker, planned, result, tmp_path) is None
+    assert asked[0].tolist() != asked[1].tolist()
+
+
+def test_timed_rows_still_catch_a_stale_result_and_account_for_the_whole_output(monkeypatch, tmp_path):
+    # A cached result differs from the truth only where the timing's changes touched the inputs:
+    # a few hundred positions of 98307, which the sample always holds.
+    from grader.judge.inputs import case_seed
+
+    timing = _cpu_timing(monkeypatch)
+    checker, planned, make_args = _vector_add_checker_and_args("odd_tail")
+    asked = _sampled(monkeypatch, checker, count=8)
+    cache = {}
+
+    def by_buffer(x, y):  # x is kept, so a later tensor never takes its id
+        if id(x) not in cache:
+            cache[id(x)] = (x, x + y)
+        return cache[id(x)][1]
+
+    result = timing.time_pair(by_buffer, lambda x, y: x + y, make_args,
+                              seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
+                              sampler=_KeepAt({30: 0}))
+    failure = _verify(checker, planned, result, tmp_path)
+    assert failure["cheat"] == "cached_results"
+    assert asked[0] is not None and None in asked[1:]  # sampled first, then the whole output
+
+
+def test_timed_rows_fall_back_to_the_whole_output_when_positions_cannot_be_sampled(monkeypatch):
+    import torch
+
+    from grader.timing.perturb import Change
+
+    checker, _, _ = _vector_add_checker_and_args()
+    _sampled(monkeypatch, checker, count=8)
+    task = checker.tasks["vector_add"]
+    x, y = torch.zeros(1000), torch.zeros(1000)
+    inputs, saved = {"x": x, "y": y}, {"out": [torch.zeros(1000)]}
+    near = Change(x, (3,), 3, 5)
+    assert checker._sampled_rows(task, inputs, saved, [near]).tolist()[:2] != []
+    assert {3, 4} <= set(checker._sampled_rows(task, inputs, saved, [near]).tolist())
+    scalar = torch.tensor(1.0)
+    assert checker._sampled_rows(task, inputs, saved, [Change(scalar, (), 0, 1)]) is None
+    assert checker._sampled_rows(task, inputs, {"out": [torch.zeros(999)]}, [near]) is None
+    assert checker._sampled_rows(task, inputs, {"out": [torch.zeros(())]}, [near]) is None
+    assert checker._sampled_rows(task, {"x": x, "y": torch.zeros(7)}, saved, [near]) is None
+    assert checker._sampled_rows(task, inputs, saved, [Change(x, (0,), 0, 495)]) is None  # most of it
+    small = {"x": torch.zeros(15), "y": torch.zeros(15)}
+    assert checker._sampled_rows(task, small, {"out": [torch.zeros(15)]}, []) is None

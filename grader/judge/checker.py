@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from grader.judge.inputs import AGAIN, case_seed, clone, flatten, make_case_inpu
 from grader.judge.properties import judge as judge_property
 from grader.judge.value_diagnosis import analyse
 from grader.kata.format import Kata, load_kata
-from grader.timing.perturb import Replay
+from grader.timing.perturb import Replay, tensors
 
 DOWNGRADES = (torch.bfloat16, torch.float16)
 
@@ -51,18 +52,19 @@ class Checker:
         case = next(c for c in task.cases if c.name == case_name)
         return make_case_inputs(self.spec, task, case, dtype, self.device, self.seed, key, salt)
 
-    def _truth(self, task, inputs) -> tuple:
-        truth = getattr(self.spec, task.reference_fn)(**clone(inputs))
+    def _truth(self, task, inputs, rows=None) -> tuple:
+        truth = getattr(self.spec, task.reference_fn)(**clone(inputs), **_at(rows))
         return (truth,) if len(task.outputs) == 1 else tuple(truth)
 
-    def compare(self, task, inputs, saved: dict, case: str, truth=None) -> dict:
+    def compare(self, task, inputs, saved: dict, case: str, truth=None, rows=None) -> dict:
         """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches}; a failure on
         the values also carries `leaf` (the failing tensor, its truth and tolerance), a failure
-        of the structure a `diagnosis`. case: the case's name (tolerances may depend on it)."""
+        of the structure a `diagnosis`. case: the case's name (tolerances may depend on it).
+        rows: compare only these positions along the task's timed_rows dim (see _sampled_rows)."""
         case = task.case(case)
         if task.property_fn:
             return judge_property(self.spec, task, [(inputs, saved)], self.device, case)
-        truth = truth if truth is not None else self._truth(task, inputs)
+        truth = truth if truth is not None else self._truth(task, inputs, rows)
         worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
         for output, expected in zip(task.outputs, truth):
             got_leaves = saved.get(output.name)
@@ -73,9 +75,11 @@ class Checker:
                             diagnosis=diagnose.Diagnosis("wrong_output", message))
             dtype = output_dtype(output, inputs)
             tol = task.tolerance(str(dtype).removeprefix("torch."), output, case)
-            scales = self._scales(output, inputs, len(exp_leaves))
+            scales = self._scales(output, inputs, len(exp_leaves), rows)
             for i, (got, exp, scale) in enumerate(zip(got_leaves, exp_leaves, scales)):
                 label = f"'{output.name}[{i}]'" if isinstance(expected, (list, tuple)) else f"'{output.name}'"
+                if rows is not None:  # _sampled_rows checked every leaf has the dim
+                    got = got.index_select(task.timed_rows.dim, rows.to(got.device))
                 problem = _structure(got, label, dtype, tuple(exp.shape))
                 if problem:
                     return dict(worst, ok=False, message=problem,
@@ -96,11 +100,11 @@ class Checker:
                                           atol=tol.atol, rtol=tol.rtol, ulp=output.ulp, scale=scale))
         return dict(worst, ok=True, message="")
 
-    def _scales(self, output, inputs, n_leaves: int) -> list:
+    def _scales(self, output, inputs, n_leaves: int, rows=None) -> list:
         """Each leaf's magnitude for rtol (the output's `scale` function), or None per leaf."""
         if not output.scale_fn:
             return [None] * n_leaves
-        scale = getattr(self.spec, output.scale_fn)(**clone(inputs))
+        scale = getattr(self.spec, output.scale_fn)(**clone(inputs), **_at(rows))
         return [t for _, t in flatten(scale, output.name)]
 
     def downgraded(self, task, inputs, saved: dict) -> str | None:
@@ -225,7 +229,10 @@ class Checker:
             changes.advance(call)
             inputs = sets[index]
             got = handover.load(sample.get("file"))
-            verdict = self.compare(task, inputs, got, planned["case"])
+            rows = self._sampled_rows(task, inputs, got, changes.changes[index])
+            verdict = self.compare(task, inputs, got, planned["case"], rows=rows)
+            if not verdict["ok"] and rows is not None:  # the whole output, for an exact account
+                verdict = self.compare(task, inputs, got, planned["case"])
             if verdict["ok"]:
                 continue
             sets = changes = None  # _stale draws the sets again: hold one set, not two draws
@@ -240,6 +247,34 @@ class Checker:
                 f"({_first_line(verdict['message'])}); {seen.message}"))
             return {"cheat": None, "diagnosis": found.to_dict(), "message": found.text}
         return None
+
+    def _sampled_rows(self, task, inputs: dict, saved: dict, changes: list) -> torch.Tensor | None:
+        """Where to verify a kept timed call of a task with timed_rows: `count` positions along
+        its dim drawn here (the worker cannot know them), plus every position the timing's input
+        changes touched since the set was drawn, so that a result cached from an earlier call's
+        inputs differs from the truth at a verified position. None (verify everywhere) when the
+        outputs or inputs do not all have that dim at one size, or the sample would be most of it.
+        """
+        if task.timed_rows is None:
+            return None
+        dim, count = task.timed_rows.dim, task.timed_rows.count
+        leaves = [t for o in task.outputs for t in (saved.get(o.name) or [])]
+        if not leaves or not all(isinstance(t, torch.Tensor) and t.dim() > dim for t in leaves):
+            return None
+        size = leaves[0].shape[dim]
+        if any(t.shape[dim] != size for t in leaves) or any(
+                t.dim() > dim and t.shape[dim] != size for t in tensors(list(inputs.values()))):
+            return None
+        touched = set()
+        for change in changes:
+            positions = change.positions(dim)
+            if positions is None:  # a change no position holds (a scalar): everything may differ
+                return None
+            touched.update(positions)
+        if len(touched) + count >= size // 2:
+            return None
+        picked = touched.union(random.SystemRandom().sample(range(size), count))
+        return torch.tensor(sorted(picked), dtype=torch.int64, device=self.device)
 
     def _timed_sets(self, task, planned: dict, n_sets: int, graph: bool) -> tuple[list[dict], Replay]:
         """The timed input sets as drawn, and the Replay that brings them (in place) to the
@@ -308,6 +343,11 @@ def _cast_floats(value, dtype):
     if isinstance(value, (list, tuple)):
         return type(value)(_cast_floats(v, dtype) for v in value)
     return value
+
+
+def _at(rows) -> dict:
+    """The keyword that asks a spec function for some positions only (Task.timed_rows)."""
+    return {} if rows is None else {"rows": rows}
 
 
 def _first_line(text: str) -> str:

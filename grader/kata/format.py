@@ -118,6 +118,17 @@ class SkipRule:
 
 
 @dataclass(frozen=True)
+class TimedRows:
+    """`timed_rows: {dim, count}`: the kept timed calls of a bench case are verified at `count`
+    random positions along `dim` of every output, plus every position the timing's input changes
+    touched, instead of everywhere (the checked calls on the same shape were verified whole).
+    The spec's reference and scale functions take `rows=` (a sorted int64 tensor of positions)
+    and compute those positions only: for a truth that costs seconds per call (attention)."""
+    dim: int
+    count: int
+
+
+@dataclass(frozen=True)
 class Task:
     name: str  # also the entry function the user writes
     signature: str
@@ -141,6 +152,8 @@ class Task:
     property_fn: str | None = None  # check: {property: FN}: judged by spec.FN, not a ground truth
     # GPU memory a call may use beyond its inputs and outputs (grader.kata.memory_budget); None: no cap
     memory_budget: MemoryBudget | None = None
+    # The kept timed calls verified at a sample of positions along one dim (TimedRows); None: whole
+    timed_rows: "TimedRows | None" = None
 
     @property
     def returns(self) -> tuple[OutputSpec, ...]:
@@ -358,7 +371,10 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
         cost_bytes=cost.get("bytes"), cost_flops=cost.get("flops"), skip=skip,
         property_fn=_parse_check(raw.get("check"), where),
         memory_budget=_parse_memory_budget(raw.get("memory_budget"), cases, where),
+        timed_rows=_parse_timed_rows(raw.get("timed_rows"), where),
     )
+    if task.timed_rows and task.property_fn:
+        raise KataFormatError(f"{where}: timed_rows needs a ground truth; a property check has none")
     _check_cost_expressions(task, where)
     _check_tolerance_expressions(task, where)
     return task
@@ -397,6 +413,18 @@ def _parse_memory_budget(raw: Any, cases: tuple[Case, ...], where: str) -> Memor
     if budget is not None:
         _check_on_cases(cases, where, [("memory_budget", lambda case: (budget.limit(case.params, itemsize=4),))])
     return budget
+
+
+def _parse_timed_rows(raw: Any, where: str) -> TimedRows | None:
+    """`timed_rows: {dim: D, count: N}`, two integers, D >= 0 and N >= 1."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"dim", "count"} or not all(
+            isinstance(raw[k], int) and not isinstance(raw[k], bool) for k in raw) \
+            or raw["dim"] < 0 or raw["count"] < 1:
+        raise KataFormatError(f"{where}: timed_rows must be {{dim: D, count: N}}: the dim of the "
+                              "outputs to sample (D >= 0) and how many positions (N >= 1)")
+    return TimedRows(dim=raw["dim"], count=raw["count"])
 
 
 def _parse_check(raw: Any, where: str) -> str | None:

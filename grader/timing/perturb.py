@@ -12,6 +12,7 @@ checker can replay them and rebuild the exact inputs of any timed call it is ask
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 import torch
 
@@ -26,18 +27,36 @@ def tensors(value) -> list[torch.Tensor]:
     return []
 
 
+@dataclass(frozen=True, eq=False)
+class Change:
+    """One change: elements index[:-1] + [start, stop) of `tensor` (a 0-d tensor: all of it)."""
+    tensor: torch.Tensor
+    index: tuple[int, ...]
+    start: int
+    stop: int
+
+    def positions(self, dim: int) -> range | None:
+        """The positions along `dim` the change touched; None when the tensor has no such dim."""
+        if dim >= self.tensor.dim():
+            return None
+        if dim == self.tensor.dim() - 1:
+            return range(self.start, self.stop)
+        return range(self.index[dim], self.index[dim] + 1)
+
+
 class Perturber:
-    """perturb(args) changes one span of one floating-point tensor in args, in place."""
+    """perturb(args) changes one span of one floating-point tensor in args, in place, and
+    returns the Change (None when args hold nothing to change)."""
 
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
 
-    def __call__(self, args) -> None:
+    def __call__(self, args) -> Change | None:
         floats = [t for t in tensors(args) if t.is_floating_point() and t.numel()]
         if not floats:  # integers only: halving toward zero keeps them valid
             floats = [t for t in tensors(args) if t.dtype != torch.bool and t.numel()]
         if not floats:
-            return
+            return None
         t = floats[self.rng.randrange(len(floats))]
         index = [self.rng.randrange(size) for size in t.shape]
         if t.dim():
@@ -45,8 +64,9 @@ class Perturber:
             start = index[-1]
             stop = min(last, start + 1 + self.rng.randrange(SPAN))
             _halve(t[tuple(index[:-1])][start:stop])
-        else:
-            _halve(t)
+            return Change(t, tuple(index), start, stop)
+        _halve(t)
+        return Change(t, (), 0, 1)
 
 
 # Float dtypes torch has no arithmetic kernels for (mul_ raises "not implemented" on the CPU and
@@ -80,17 +100,17 @@ class Replay:
         self._perturb = Perturber(seed)
         self._all_sets = per_call_all_sets
         self.applied = -1  # the last call whose change the sets hold
+        self.changes: list[list[Change]] = [[] for _ in sets]  # per set, every change since the draw
 
     def advance(self, call: int) -> None:
         if call < self.applied:
             raise ValueError(f"the sets already hold the changes up to call {self.applied}: "
                              f"draw them again to rebuild call {call}")
         for c in range(self.applied + 1, call + 1):
-            if self._all_sets:
-                for args in self.sets:
-                    self._perturb(args)
-            else:
-                self._perturb(self.sets[c % len(self.sets)])
+            for i in (range(len(self.sets)) if self._all_sets else (c % len(self.sets),)):
+                change = self._perturb(self.sets[i])
+                if change is not None:
+                    self.changes[i].append(change)
         self.applied = max(self.applied, call)
 
 
