@@ -197,3 +197,139 @@ def test_memo_keeps_full_and_rows_apart(monkeypatch):
     again = SPEC.reference_backward(**inputs)
     assert all(torch.equal(a, b) for a, b in zip(again, (dq, dk, dv)))
     assert calls["_backward64"] == 2 and calls["_backward64_rows"] == 2
+
+
+# ----------------------------------------------------------------------------- the grade's use
+# The checker verifies kept timed calls at sampled rows (kata.yaml timed_rows) with this spec:
+# an honest float32 attention in torch stands in for a kernel, timed on the CPU with the
+# timer's clock faked (tests/test_timing.py), so its kept outputs go through check_samples.
+
+def _attention32(q, k, v, causal, sm_scale):
+    G = q.shape[1] // k.shape[1]
+    k, v = (t.float().repeat_interleave(G, dim=1) for t in (k, v))
+    s = q.float() @ k.transpose(-1, -2) * sm_scale
+    if causal:
+        S = q.shape[2]
+        s = s.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), -math.inf)
+    lse = torch.logsumexp(s, dim=-1)
+    o = torch.exp(s - lse[..., None]) @ v
+    return o.to(q.dtype), lse
+
+
+def _attention_backward32(q, k, v, o, lse, do, causal, sm_scale):
+    B, H, S, D = q.shape
+    G = H // k.shape[1]
+    qf, dof = q.float(), do.float()
+    kf, vf = (t.float().repeat_interleave(G, dim=1) for t in (k, v))
+    p = torch.exp(qf @ kf.transpose(-1, -2) * sm_scale - lse[..., None])
+    if causal:
+        p = p.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), 0.0)
+    delta = (o.float() * dof).sum(-1, keepdim=True)
+    ds = p * (dof @ vf.transpose(-1, -2) - delta)
+    dq = sm_scale * ds @ kf
+    dk = (sm_scale * ds.transpose(-1, -2) @ qf).unflatten(1, (-1, G)).sum(2)
+    dv = (p.transpose(-1, -2) @ dof).unflatten(1, (-1, G)).sum(2)
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+
+
+def _kept_calls_checked(monkeypatch, tmp_path, task_name, case_name, submission, picks, count, seed=11):
+    """check_samples' verdict on `submission`'s kept timed calls, and the row sets the spec was
+    asked for (None: the whole output)."""
+    import dataclasses
+
+    from grader.judge.checker import Checker
+    from grader.judge.inputs import case_seed, make_case_inputs
+    from grader.kata.format import TimedRows
+    from grader.timing import timer
+
+    monkeypatch.setattr(timer, "_Event", lambda enable_timing=True: None)
+    monkeypatch.setattr(timer, "_record", lambda event: None)
+    monkeypatch.setattr(timer, "_elapsed", lambda start, end: 1.0)
+    monkeypatch.setattr(timer, "_synchronize", lambda: None)
+    monkeypatch.setattr(timer, "_flush_buffer", lambda: torch.empty(16, dtype=torch.int32))
+    kata = get_kata("flash_attention")
+    checker = Checker(kata, seed, "cpu")
+    task = checker.tasks[task_name]
+    assert task.timed_rows is not None  # the kata declares it; a smaller count fits these S
+    checker.tasks[task_name] = task = dataclasses.replace(task, timed_rows=TimedRows(dim=2, count=count))
+    asked = []
+    truth = getattr(checker.spec, task.reference_fn)
+    monkeypatch.setattr(checker.spec, task.reference_fn,
+                        lambda *a, rows=None, **kw: asked.append(rows) or truth(*a, rows=rows, **kw))
+    case = task.case(case_name)
+    planned = {"key": f"{task.name}/{case.name}/bfloat16", "task": task.name, "case": case.name,
+               "dtype": "bfloat16"}
+
+    def make_args(salt):
+        inputs = make_case_inputs(checker.spec, task, case, "bfloat16", "cpu", seed, planned["key"], salt)
+        return tuple(inputs[a] for a in task.args)
+
+    class KeepAt:
+        def begin(self, calls, n_sets):
+            pass
+
+        def keep(self, call):
+            return picks.get(call)
+
+    result = timer.time_pair(submission, submission, make_args, seed=case_seed(seed, planned["key"] + "/rng"),
+                             use_graph=False, sampler=KeepAt())
+    samples = []
+    for i, sample in enumerate(result.checked):
+        path = tmp_path / f"s{i}.pt"
+        torch.save({name: [t] for name, t in zip((o.name for o in task.outputs), sample.outputs)}, path)
+        samples.append({"call": sample.call, "set": sample.set, "file": str(path)})
+    return checker.check_samples(planned, samples, result.method, result.n_sets), asked
+
+
+@pytest.mark.parametrize("task_name, case_name, submission", [
+    ("attention", "small_causal_gqa", _attention32),
+    ("attention_backward", "bwd_small_causal_gqa", _attention_backward32),
+])
+def test_an_honest_kernels_kept_timed_calls_pass_at_sampled_rows(monkeypatch, tmp_path, task_name,
+                                                                 case_name, submission):
+    failure, asked = _kept_calls_checked(monkeypatch, tmp_path, task_name, case_name, submission,
+                                         {1: 0, 4: 1}, count=8)
+    assert failure is None, failure
+    assert len(asked) == 2 and all(rows is not None and 8 <= len(rows) < 50 for rows in asked)
+
+
+def _a_call_whose_changes_since_its_sets_first_call_touched_q_alone(n_sets=3):
+    """(grade seed, timed call, its set, the rows changed): a timed call of the forward's
+    small_causal_gqa whose input set was changed, between its first call and it, in q alone. A
+    result cached at the first call is then wrong at those few rows only (a changed k or v row
+    moves every later query row): the hardest case to sample."""
+    from grader.judge.checker import Checker
+    from grader.judge.inputs import case_seed, make_case_inputs
+    from grader.timing.perturb import Replay
+
+    key = "attention/small_causal_gqa/bfloat16"
+    for seed in range(11, 41):
+        checker = Checker(get_kata("flash_attention"), seed, "cpu")
+        task = checker.tasks["attention"]
+        case = task.case("small_causal_gqa")
+        sets = [make_case_inputs(checker.spec, task, case, "bfloat16", "cpu", seed, key, f"/timing{i}")
+                for i in range(n_sets)]
+        replay = Replay([tuple(x[a] for a in task.args) for x in sets], case_seed(seed, key + "/rng"), False)
+        for call in range(n_sets, 4 * n_sets):
+            replay.advance(call)
+            index = call % n_sets
+            since_first = replay.changes[index][1:]  # its first change came before its first call
+            if since_first and all(c.tensor is sets[index]["q"] for c in since_first):
+                return seed, call, index, {p for c in since_first for p in c.positions(2)}
+    raise AssertionError("no such call for 30 seeds")
+
+
+def test_a_result_cached_across_timed_calls_is_named_even_when_one_row_differs(monkeypatch, tmp_path):
+    seed, call, index, rows = _a_call_whose_changes_since_its_sets_first_call_touched_q_alone()
+    assert len(rows) <= 3  # of S = 100: 8 random rows alone would miss them most of the time
+    cache = {}
+
+    def by_buffer(*args):  # honest on a buffer's first call, then that call's result again
+        if id(args[0]) not in cache:
+            cache[id(args[0])] = (args[0], _attention32(*args))
+        return cache[id(args[0])][1]
+
+    failure, asked = _kept_calls_checked(monkeypatch, tmp_path, "attention", "small_causal_gqa",
+                                         by_buffer, {call: index}, count=8, seed=seed)
+    assert failure is not None and failure["cheat"] == "cached_results", failure
+    assert rows <= set(asked[0].tolist()) and None in asked[1:]
