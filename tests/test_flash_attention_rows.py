@@ -333,3 +333,50 @@ def test_a_result_cached_across_timed_calls_is_named_even_when_one_row_differs(m
                                          by_buffer, {call: index}, count=8, seed=seed)
     assert failure is not None and failure["cheat"] == "cached_results", failure
     assert rows <= set(asked[0].tolist()) and None in asked[1:]
+
+
+def _checked_case(monkeypatch, tmp_path, bench, second_call):
+    """check_case's result for the forward's small_causal_gqa (as a bench case or not), its first
+    call honest and its second `second_call(inputs of the second call, first outputs)`; and the
+    row sets the spec was asked for, in order."""
+    import dataclasses
+
+    from grader.judge.checker import Checker
+    from grader.judge.inputs import AGAIN, make_case_inputs
+    from grader.kata.format import TimedRows
+
+    checker = Checker(get_kata("flash_attention"), 5, "cpu")
+    task = checker.tasks["attention"]
+    cases = tuple(dataclasses.replace(c, bench=bench) if c.name == "small_causal_gqa" else c
+                  for c in task.cases)
+    checker.tasks["attention"] = task = dataclasses.replace(
+        task, cases=cases, timed_rows=TimedRows(dim=2, count=8))
+    asked = []
+    truth = checker.spec.reference
+    monkeypatch.setattr(checker.spec, "reference",
+                        lambda *a, rows=None, **kw: asked.append(rows) or truth(*a, rows=rows, **kw))
+    key = "attention/small_causal_gqa/bfloat16"
+    planned = {"key": key, "task": "attention", "case": "small_causal_gqa", "dtype": "bfloat16"}
+    draw = lambda salt: make_case_inputs(checker.spec, task, task.case("small_causal_gqa"),  # noqa: E731
+                                         "bfloat16", "cpu", 5, key, salt)
+    args = lambda inputs: [inputs[a] for a in task.args]  # noqa: E731
+    first = _attention32(*args(draw("")))
+    files = {}
+    for name, outputs in (("first", first), ("again", second_call(args(draw(AGAIN)), first))):
+        files[name] = str(tmp_path / f"{name}.pt")
+        torch.save({"o": [outputs[0]], "lse": [outputs[1]]}, files[name])
+    return checker.check_case(planned, {"status": "ran", "outputs": files}), asked
+
+
+def test_a_bench_cases_second_checked_call_is_verified_at_sampled_rows(monkeypatch, tmp_path):
+    result, asked = _checked_case(monkeypatch, tmp_path, True, lambda args, first: _attention32(*args))
+    assert result["status"] == "pass", result
+    assert asked[0] is None and asked[1] is not None and 8 <= len(asked[1]) < 50 and len(asked) == 2
+    result, asked = _checked_case(monkeypatch, tmp_path, False, lambda args, first: _attention32(*args))
+    assert result["status"] == "pass" and asked == [None, None]  # not a bench case: whole
+
+
+def test_a_bench_cases_second_call_returning_the_first_result_is_still_named(monkeypatch, tmp_path):
+    result, asked = _checked_case(monkeypatch, tmp_path, True, lambda args, first: first)
+    assert result["status"] == "fail" and result["cheat"] == "cached_results", result
+    assert asked[1] is not None and asked[2] is None  # sampled, then whole for the account
