@@ -247,3 +247,19 @@ def test_timed_rows_fall_back_to_the_whole_output_when_positions_cannot_be_sampl
     assert checker._sampled_rows(task, inputs, saved, [Change(x, (0,), 0, 495)]) is None  # most of it
     small = {"x": torch.zeros(15), "y": torch.zeros(15)}
     assert checker._sampled_rows(task, small, {"out": [torch.zeros(15)]}, []) is None
+
+
+def test_a_timed_output_equal_to_a_checked_calls_result_is_named_cached_results(monkeypatch, tmp_path):
+    # A cache keyed on the pointer meets the checked call's buffers again when the allocator
+    # hands them to a timed set: the timed call returns the checked call's result.
+    from grader.judge.inputs import case_seed
+
+    timing = _cpu_timing(monkeypatch)
+    checker, planned, make_args = _vector_add_checker_and_args()
+    x, y = make_args("")  # the first checked call's inputs
+    from_checking = x + y
+    result = timing.time_pair(lambda x, y: from_checking.clone(), lambda x, y: x + y, make_args,
+                              seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
+                              sampler=_KeepAt({8: 2}))
+    failure = _verify(checker, planned, result, tmp_path)
+    assert failure["cheat"] == "cached_results" and "earlier call" in failure["message"]

@@ -681,9 +681,11 @@ def _verdict(tasks: list[TaskResult], mode: str, correct: bool, message: str) ->
                    or [c for t in tasks for c in t.cases if c.status == NOT_RUN])
         if not failing:
             return FAIL, "no case could run in this mode"
-        first = failing[0]
-        return FAIL, (f"{len(failing)} case(s) failed; first: {first.task}/{first.name} "
-                      f"[{first.dtype}]: {first.message}")
+        # A case named a cheat leads: it is the verdict that matters, whatever case came first.
+        cheat = next((c for c in failing if c.cheat), None)
+        first = cheat or failing[0]
+        return FAIL, (f"{len(failing)} case(s) failed; {'named a cheat' if cheat else 'first'}: "
+                      f"{first.task}/{first.name} [{first.dtype}]: {first.message}")
     if mode == "gpu" and not meets_thresholds(tasks):
         slow = [t for t in tasks if t.pass_speedup is None or t.pass_speedup < t.threshold]
         return FAIL, "; ".join(
