@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "grader"
-FOUNDATION = {"grader", "grader.paths"}  # the root's modules that every package may import
+FOUNDATION = {"grader", "grader.paths", "grader.profiling"}  # the root's modules that every package may import
 
 
 def module_name(path: Path) -> str:

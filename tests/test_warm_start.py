@@ -203,3 +203,23 @@ def test_a_grade_killed_midway_leaves_no_worker_behind(tmp_path, monkeypatch, re
         grading.kill()
         for pid in running_named(marker):
             os.kill(pid, 9)
+
+
+def test_a_forked_workers_first_autograd_call_imports_nothing_new():
+    # Backward katas' baselines run torch.autograd.grad, whose first call imports sympy and
+    # torch.fx's symbolic shapes: a second or more of every such grade unless the server has.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from grader.grading.warm_start import preload\n"
+        "preload()\n"
+        "import torch\n"
+        "before = set(sys.modules)\n"
+        "x = torch.ones(3, requires_grad=True)\n"
+        "torch.autograd.grad((x * 2).sum(), x, torch.ones(()))\n"
+        "print(sorted(set(sys.modules) - before))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout

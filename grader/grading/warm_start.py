@@ -20,6 +20,7 @@ changed grader or environment gets a fresh server. KATA_WARM_START=0 turns it of
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import secrets
@@ -241,15 +242,27 @@ def _start_server(path: Path, env: dict[str, str]) -> None:
 # ---------------------------------------------------------------------------------------------
 # The server.
 
+# The point of the server: these imports, done once. No CUDA, no kata, no submission.
+PRELOAD = (
+    "torch",
+    # torch.autograd.grad imports this (and sympy) at its first call: a second or more of the
+    # first backward case of every grade whose baseline runs autograd (docs/PERFORMANCE.md).
+    "torch.fx.experimental.symbolic_shapes",
+    "triton",
+    "grader.judge.checker",
+    "grader.sandbox.worker",
+)
+
+
+def preload() -> None:
+    for name in PRELOAD:
+        importlib.import_module(name)
+
+
 def serve(path: Path, idle_s: float = IDLE_S) -> int:
     import selectors
 
-    # The point of the server: these imports, done once. No CUDA, no kata, no submission.
-    import torch  # noqa: F401
-    import triton  # noqa: F401
-
-    import grader.judge.checker  # noqa: F401
-    import grader.sandbox.worker  # noqa: F401
+    preload()
 
     folder = path.parent
     try:

@@ -408,19 +408,6 @@ def serve(request_path: str, requests, replies) -> int:
     return 0
 
 
-def _profiled(run) -> int:
-    """run() under cProfile, its top functions appended to $KATA_CHECKER_PROFILE (where a GPU
-    grade's checking time goes: docs/PERFORMANCE.md)."""
-    import cProfile
-    import os
-    import pstats
-    profile = cProfile.Profile()
-    code = profile.runcall(run)
-    with open(os.environ["KATA_CHECKER_PROFILE"], "a") as f:
-        pstats.Stats(profile, stream=f).sort_stats("cumulative").print_stats(45)
-    return code
-
-
 def run_process(request_path: str) -> int:
     """The checker process (`python -m grader.judge.checker REQUEST`, or forked by the warm start)."""
     import os
@@ -428,7 +415,10 @@ def run_process(request_path: str) -> int:
     out = sys.stdout
     sys.stdout = sys.stderr
     serving = lambda: serve(request_path, sys.stdin, out)  # noqa: E731
-    return _profiled(serving) if os.environ.get("KATA_CHECKER_PROFILE") else serving()
+    if os.environ.get("KATA_CHECKER_PROFILE"):  # a developer's question: where the time goes
+        from grader.profiling import profiled
+        return profiled(serving, os.environ["KATA_CHECKER_PROFILE"])
+    return serving()
 
 
 if __name__ == "__main__":

@@ -675,7 +675,11 @@ def run_process(request_path: str) -> int:
     """The worker process's whole life (`python -m grader.sandbox.worker REQUEST`, or forked by the
     warm start): the exit code is 0 unless the process died first; what happened is in the events."""
     try:
-        code = main(request_path)
+        if os.environ.get("KATA_WORKER_PROFILE"):  # a developer's question: where the time goes
+            from grader.profiling import profiled
+            code = profiled(lambda: main(request_path), os.environ["KATA_WORKER_PROFILE"])
+        else:
+            code = main(request_path)
     except Exception:  # noqa: BLE001 - a fault of the grader or the kata, not of the submission
         Reporter(json.loads(Path(request_path).read_text())["results"]).emit(
             {"type": "internal_error", "message": traceback.format_exc()})
