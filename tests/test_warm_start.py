@@ -223,3 +223,23 @@ def test_a_forked_workers_first_autograd_call_imports_nothing_new():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_kata_worker_profile_writes_the_workers_profile(tmp_path, monkeypatch):
+    # A developer's tool (docs/PERFORMANCE.md): where a grade's worker spends its time.
+    import json
+
+    from click.testing import CliRunner
+
+    from grader.cli.main import main
+    from grader.kata.catalog import get_kata
+
+    profile = tmp_path / "profiles" / "worker.txt"
+    profile.parent.mkdir()
+    monkeypatch.setenv("KATA_WORKER_PROFILE", str(profile))
+    reference = get_kata("vector_add").reference_path
+    result = CliRunner().invoke(main, ["grade", str(reference), "--kata", "vector_add", "--interpret",
+                                       "--json", "--no-record", "--case", "small"])
+    assert json.loads(result.output)["status"] == "pass", result.output
+    text = profile.read_text()
+    assert "Ordered by: cumulative time" in text and "worker.py" in text and "run_case" in text

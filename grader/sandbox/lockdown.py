@@ -151,6 +151,8 @@ def writable_paths(grade_dir: Path) -> list[Path]:
                 "CUDA_CACHE_PATH"):
         if os.environ.get(var):
             paths.append(Path(os.environ[var]))
+    if os.environ.get("KATA_WORKER_PROFILE"):  # a developer profiling the worker asked for it
+        paths.append(Path(os.environ["KATA_WORKER_PROFILE"]).parent)
     try:
         from triton import knobs
 
