@@ -250,7 +250,9 @@ def _kept_calls_checked(monkeypatch, tmp_path, task_name, case_name, submission,
     kata = get_kata("flash_attention")
     checker = Checker(kata, seed, "cpu")
     task = checker.tasks[task_name]
-    assert task.timed_rows is not None  # the kata declares it; a smaller count fits these S
+    # The backward declares timed_rows (the forward, whose stale results a sample can miss,
+    # does not: the mechanism is tested on both); a smaller count fits these S.
+    assert (task.timed_rows is not None) == (task_name == "attention_backward")
     checker.tasks[task_name] = task = dataclasses.replace(task, timed_rows=TimedRows(dim=2, count=count))
     asked = []
     truth = getattr(checker.spec, task.reference_fn)
@@ -380,3 +382,22 @@ def test_a_bench_cases_second_call_returning_the_first_result_is_still_named(mon
     result, asked = _checked_case(monkeypatch, tmp_path, True, lambda args, first: first)
     assert result["status"] == "fail" and result["cheat"] == "cached_results", result
     assert asked[1] is not None and asked[2] is None  # sampled, then whole for the account
+
+
+def test_a_sampled_failure_is_reported_whole(monkeypatch, tmp_path):
+    # The last eighth of dq's rows left unwritten (zero) in timed calls: the sample finds it,
+    # and the message counts the whole output's elements, as a whole comparison does.
+    calls = {"n": 0}
+
+    def seven_eighths(*args):
+        dq, dk, dv = _attention_backward32(*args)
+        calls["n"] += 1
+        S = dq.shape[2]
+        return dq.index_fill(2, torch.arange(S - S // 8, S), 0.0), dk, dv
+
+    failure, asked = _kept_calls_checked(monkeypatch, tmp_path, "attention_backward", "bwd_small_causal_gqa",
+                                         seven_eighths, {4: 1}, count=8)
+    assert failure is not None and failure["cheat"] is None, failure
+    assert asked[0] is not None and asked[1] is None  # sampled, then whole for the account
+    B, H, S, D = 1, 4, 100, 64
+    assert f"of {B * H * S * D} elements" in failure["message"], failure["message"]

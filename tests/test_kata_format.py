@@ -522,8 +522,8 @@ def _with_timed_rows(name: str, value):
 
 def test_timed_rows_are_parsed_from_the_documented_example():
     from grader.kata.format import TimedRows
-    attention = {r["name"]: r for r in documented_examples()}["attention_example"]
-    task = parse_kata(attention, Path("katas/attention_example"), Path("r.py")).tasks[0]
+    attention = {r["name"]: r for r in documented_examples()}["attention_backward_example"]
+    task = parse_kata(attention, Path("katas/attention_backward_example"), Path("r.py")).tasks[0]
     assert task.timed_rows == TimedRows(dim=2, count=512)
     assert _cross_entropy_example().timed_rows is None
 
@@ -540,3 +540,28 @@ def test_a_bad_timed_rows_is_refused_when_the_kata_loads(value):
 def test_timed_rows_need_a_ground_truth():
     with pytest.raises(KataFormatError, match="needs a ground truth"):
         _with_timed_rows("dropout", {"dim": 0, "count": 8})
+
+
+def test_timed_rows_refuse_an_output_compared_by_norm():
+    raw = yaml.safe_load(yaml.safe_dump({r["name"]: r for r in documented_examples()}["newton_schulz_example"]))
+    raw["tasks"][0]["timed_rows"] = {"dim": 0, "count": 8}
+    with pytest.raises(KataFormatError, match="norm"):
+        parse_kata(raw, Path("katas/newton_schulz_example"), Path("r.py"))
+
+
+def test_every_timed_rows_task_can_ask_its_spec_for_rows():
+    # The checker calls the reference and every scale function with rows=: a spec without it
+    # would crash the grade's first timed check, not the kata's load.
+    import inspect
+
+    from grader.judge.checker import load_spec
+
+    users = 0
+    for kata in catalog.all_katas():
+        spec = None
+        for task in (t for t in kata.tasks if t.timed_rows):
+            spec = spec or load_spec(kata)
+            for name in [task.reference_fn] + [o.scale_fn for o in task.outputs if o.scale_fn]:
+                assert "rows" in inspect.signature(getattr(spec, name)).parameters, (kata.name, name)
+            users += 1
+    assert users >= 1

@@ -1,5 +1,7 @@
 """The roofline floor used by the grader and the benchmark."""
 
+import pytest
+
 from grader.timing.timer import floor_ms
 
 CEILINGS = {"copy_gbps": 1000.0, "matmul_tflops": 500.0}
@@ -249,17 +251,42 @@ def test_timed_rows_fall_back_to_the_whole_output_when_positions_cannot_be_sampl
     assert checker._sampled_rows(task, small, {"out": [torch.zeros(15)]}, []) is None
 
 
-def test_a_timed_output_equal_to_a_checked_calls_result_is_named_cached_results(monkeypatch, tmp_path):
-    # A cache keyed on the pointer meets the checked call's buffers again when the allocator
-    # hands them to a timed set: the timed call returns the checked call's result.
-    from grader.judge.inputs import case_seed
+def test_a_timed_output_equal_to_a_checked_calls_result_is_a_diagnosis_not_a_cheat(monkeypatch, tmp_path):
+    # A kernel that keeps the first call's pointers (keyed on the shape) passes both checked
+    # calls, which share buffers, then returns their result in timed calls: state kept across
+    # calls, an honest bug, not evidence of a cache.
+    from grader.judge.inputs import AGAIN, case_seed
 
     timing = _cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args()
-    x, y = make_args("")  # the first checked call's inputs
+    x, y = make_args(AGAIN)  # the second checked call's inputs, left in the first call's buffers
     from_checking = x + y
     result = timing.time_pair(lambda x, y: from_checking.clone(), lambda x, y: x + y, make_args,
                               seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
                               sampler=_KeepAt({8: 2}))
     failure = _verify(checker, planned, result, tmp_path)
-    assert failure["cheat"] == "cached_results" and "earlier call" in failure["message"]
+    assert failure["cheat"] is None and failure["diagnosis"]["code"] == "timed_outputs_wrong", failure
+
+
+@pytest.mark.parametrize("graph, expected", [(True, [5, 5, 5]), (False, [2, 2, 1])])
+def test_replay_records_each_sets_changes(graph, expected):
+    # A graph replay changes every set before each replay; call by call, only the call's own set.
+    import torch
+
+    from grader.timing.perturb import Replay
+
+    sets = [(torch.ones(8, 4),) for _ in range(3)]
+    changes = Replay(sets, 3, graph)
+    changes.advance(4)
+    assert [len(c) for c in changes.changes] == expected
+    assert all(change.tensor is sets[i][0] for i, c in enumerate(changes.changes) for change in c)
+
+
+def test_a_forged_output_file_is_no_output_to_sample(monkeypatch):
+    import torch
+
+    checker, _, _ = _vector_add_checker_and_args()
+    _sampled(monkeypatch, checker, count=8)
+    task = checker.tasks["vector_add"]
+    inputs = {"x": torch.zeros(1000), "y": torch.zeros(1000)}
+    assert checker._sampled_rows(task, inputs, {"out": torch.zeros(1000)}, []) is None

@@ -375,6 +375,9 @@ def _parse_task(raw: dict, kata_defaults: dict, where: str) -> Task:
     )
     if task.timed_rows and task.property_fn:
         raise KataFormatError(f"{where}: timed_rows needs a ground truth; a property check has none")
+    if task.timed_rows and any(o.compare == "norm" for o in task.outputs):
+        raise KataFormatError(f"{where}: timed_rows samples positions, and a norm is of the whole "
+                              "output: an output compared by norm cannot be sampled")
     _check_cost_expressions(task, where)
     _check_tolerance_expressions(task, where)
     return task

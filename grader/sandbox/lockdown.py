@@ -152,7 +152,7 @@ def writable_paths(grade_dir: Path) -> list[Path]:
         if os.environ.get(var):
             paths.append(Path(os.environ[var]))
     if os.environ.get("KATA_WORKER_PROFILE"):  # a developer profiling the worker asked for it
-        paths.append(Path(os.environ["KATA_WORKER_PROFILE"]).parent)
+        paths.append(Path(os.environ["KATA_WORKER_PROFILE"]).resolve().parent)
     try:
         from triton import knobs
 
