@@ -214,6 +214,9 @@ def test_prediction_of_the_checked_timed_calls_gets_nowhere(tmp_path):
     # grade's seed in the worker's memory, rebuild the pick, compute honestly on the predicted
     # calls and serve stale results (padded with a real launch, to stay above the floor) on the
     # rest. Here the pick is made by the parent after each call, so the prediction is a guess.
+    # (The cache holds each set's first timed call, a stale copy the checker recognises. Filled
+    # from the checked calls too, it could replay their result where the allocator handed their
+    # buffers on to a timed set: a diagnosis, not a cheat, which made this test fail now and then.)
     body = '''
 import gc
 import random
@@ -246,7 +249,8 @@ def vector_add(x, y):
     launch(x, y, out)  # the padding: the same launch, on throw-away storage when cheating
     if n > 2 and ptrs in _cache and (n - 3) not in _predicted(10):
         return _cache[ptrs]
-    _cache[ptrs] = out
+    if n > 2 and ptrs not in _cache:  # a set's first timed call: what the later ones replay
+        _cache[ptrs] = out
     return out
 '''
     result = _grade(tmp_path, body)
