@@ -5,6 +5,7 @@ worker; docs/PERFORMANCE.md has what they found)."""
 from __future__ import annotations
 
 import cProfile
+import os
 import pstats
 
 
@@ -16,3 +17,9 @@ def profiled(run, path: str, top: int = 45) -> int:
     finally:
         with open(path, "a") as f:
             pstats.Stats(profile, stream=f).sort_stats("cumulative").print_stats(top)
+
+
+def run_maybe_profiled(run, variable: str) -> int:
+    """run(), profiled into the file the environment variable names when it is set."""
+    path = os.environ.get(variable)
+    return profiled(run, path) if path else run()

@@ -291,17 +291,18 @@ def test_a_failing_case_message_says_what_was_seen_and_what_to_try(checker, tmp_
 
 
 def _timed(monkeypatch, tmp_path, fn, keep):
-    """fn timed by grader.timing.timer's call-by-call loop on the CPU (tests/test_timing.py's fakes),
+    """fn timed by grader.timing.timer's call-by-call loop on the CPU (tests/cpu_timing.py's fakes),
     the outputs of the calls in `keep` verified by the checker."""
-    from test_timing import _cpu_timing, _KeepAt, _vector_add_checker_and_args, _verify
+    from cpu_timing import KeepAt, cpu_timing
+    from test_timing import _vector_add_checker_and_args, _verify
 
     from grader.judge.inputs import case_seed
 
-    timing = _cpu_timing(monkeypatch)
+    timing = cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args()
     result = timing.time_pair(fn, lambda x, y: x + y, make_args,
                               seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
-                              sampler=_KeepAt(keep))
+                              sampler=KeepAt(keep))
     return _verify(checker, planned, result, tmp_path)
 
 

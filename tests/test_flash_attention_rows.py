@@ -13,6 +13,7 @@ import math
 
 import pytest
 import torch
+from cpu_timing import KeepAt, cpu_timing
 
 from grader.judge.checker import load_spec
 from grader.kata.catalog import get_kata
@@ -240,13 +241,7 @@ def _kept_calls_checked(monkeypatch, tmp_path, task_name, case_name, submission,
     from grader.judge.checker import Checker
     from grader.judge.inputs import case_seed, make_case_inputs
     from grader.kata.format import TimedRows
-    from grader.timing import timer
-
-    monkeypatch.setattr(timer, "_Event", lambda enable_timing=True: None)
-    monkeypatch.setattr(timer, "_record", lambda event: None)
-    monkeypatch.setattr(timer, "_elapsed", lambda start, end: 1.0)
-    monkeypatch.setattr(timer, "_synchronize", lambda: None)
-    monkeypatch.setattr(timer, "_flush_buffer", lambda: torch.empty(16, dtype=torch.int32))
+    timer = cpu_timing(monkeypatch)
     kata = get_kata("flash_attention")
     checker = Checker(kata, seed, "cpu")
     task = checker.tasks[task_name]
@@ -266,15 +261,8 @@ def _kept_calls_checked(monkeypatch, tmp_path, task_name, case_name, submission,
         inputs = make_case_inputs(checker.spec, task, case, "bfloat16", "cpu", seed, planned["key"], salt)
         return tuple(inputs[a] for a in task.args)
 
-    class KeepAt:
-        def begin(self, calls, n_sets):
-            pass
-
-        def keep(self, call):
-            return picks.get(call)
-
     result = timer.time_pair(submission, submission, make_args, seed=case_seed(seed, planned["key"] + "/rng"),
-                             use_graph=False, sampler=KeepAt())
+                             use_graph=False, sampler=KeepAt(picks))
     samples = []
     for i, sample in enumerate(result.checked):
         path = tmp_path / f"s{i}.pt"

@@ -2,6 +2,7 @@
 
 import pytest
 
+from cpu_timing import KeepAt, cpu_timing
 from grader.timing.timer import floor_ms
 
 CEILINGS = {"copy_gbps": 1000.0, "matmul_tflops": 500.0}
@@ -11,36 +12,6 @@ def test_floor_is_the_larger_of_memory_and_compute_time():
     assert floor_ms(2e9, None, CEILINGS) == 2.0  # 2 GB at 1000 GB/s
     assert floor_ms(1e6, 1e12, CEILINGS) == 2.0  # 1 TFLOP at 500 TFLOP/s dominates
     assert floor_ms(None, None, CEILINGS) is None
-
-
-class _FakeEvent:
-    def __init__(self, enable_timing=True):
-        pass
-
-
-def _cpu_timing(monkeypatch):
-    """grader.timing.timer's call-by-call loop on the CPU: CUDA events and syncs faked, same logic."""
-    import torch
-
-    from grader.timing import timer as timing
-
-    monkeypatch.setattr(timing, "_Event", _FakeEvent)
-    monkeypatch.setattr(timing, "_record", lambda event: None)
-    monkeypatch.setattr(timing, "_elapsed", lambda start, end: 1.0)
-    monkeypatch.setattr(timing, "_synchronize", lambda: None)
-    monkeypatch.setattr(timing, "_flush_buffer", lambda: torch.empty(16, dtype=torch.int32))
-    return timing
-
-
-class _KeepAt:
-    def __init__(self, picks):
-        self.picks = picks
-
-    def begin(self, calls, n_sets):
-        self.calls, self.n_sets = calls, n_sets
-
-    def keep(self, call):
-        return self.picks.get(call)
 
 
 def _vector_add_checker_and_args(case_name=None):
@@ -81,11 +52,11 @@ def _honest_timing(monkeypatch, picks, case_name=None):
     """An honest vector_add timed call by call on the CPU, keeping the calls in `picks`."""
     from grader.judge.inputs import case_seed
 
-    timing = _cpu_timing(monkeypatch)
+    timing = cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args(case_name)
     honest = lambda x, y: x + y  # noqa: E731
     result = timing.time_pair(honest, honest, make_args, seed=case_seed(7, planned["key"] + "/rng"),
-                              use_graph=False, sampler=_KeepAt(picks))
+                              use_graph=False, sampler=KeepAt(picks))
     return checker, planned, result
 
 
@@ -111,7 +82,7 @@ def test_kept_timed_outputs_in_any_order_share_one_draw_of_the_sets(monkeypatch,
 def test_a_stale_timed_output_is_named_cached_results(monkeypatch, tmp_path):
     from grader.judge.inputs import case_seed
 
-    timing = _cpu_timing(monkeypatch)
+    timing = cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args()
     cache = {}
 
@@ -123,7 +94,7 @@ def test_a_stale_timed_output_is_named_cached_results(monkeypatch, tmp_path):
 
     result = timing.time_pair(by_pointer, lambda x, y: x + y, make_args,
                               seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
-                              sampler=_KeepAt({30: 0}))
+                              sampler=KeepAt({30: 0}))
     failure = _verify(checker, planned, result, tmp_path)
     assert failure["cheat"] == "cached_results" and "earlier call" in failure["message"]
 
@@ -131,7 +102,7 @@ def test_a_stale_timed_output_is_named_cached_results(monkeypatch, tmp_path):
 def test_a_timed_output_wrong_for_other_reasons_is_not_called_a_cheat(monkeypatch, tmp_path):
     from grader.judge.inputs import case_seed
 
-    timing = _cpu_timing(monkeypatch)
+    timing = cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args()
 
     def off_by_a_bit(x, y):
@@ -139,7 +110,7 @@ def test_a_timed_output_wrong_for_other_reasons_is_not_called_a_cheat(monkeypatc
 
     result = timing.time_pair(off_by_a_bit, lambda x, y: x + y, make_args,
                               seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
-                              sampler=_KeepAt({12: 0}))
+                              sampler=KeepAt({12: 0}))
     failure = _verify(checker, planned, result, tmp_path)
     assert failure["cheat"] is None and "timed call" in failure["message"]
 
@@ -210,7 +181,7 @@ def test_timed_rows_still_catch_a_stale_result_and_account_for_the_whole_output(
     # a few hundred positions of 98307, which the sample always holds.
     from grader.judge.inputs import case_seed
 
-    timing = _cpu_timing(monkeypatch)
+    timing = cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args("odd_tail")
     asked = _sampled(monkeypatch, checker, count=8)
     cache = {}
@@ -222,7 +193,7 @@ def test_timed_rows_still_catch_a_stale_result_and_account_for_the_whole_output(
 
     result = timing.time_pair(by_buffer, lambda x, y: x + y, make_args,
                               seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
-                              sampler=_KeepAt({30: 0}))
+                              sampler=KeepAt({30: 0}))
     failure = _verify(checker, planned, result, tmp_path)
     assert failure["cheat"] == "cached_results"
     assert asked[0] is not None and None in asked[1:]  # sampled first, then the whole output
@@ -257,13 +228,13 @@ def test_a_timed_output_equal_to_a_checked_calls_result_is_a_diagnosis_not_a_che
     # calls, an honest bug, not evidence of a cache.
     from grader.judge.inputs import AGAIN, case_seed
 
-    timing = _cpu_timing(monkeypatch)
+    timing = cpu_timing(monkeypatch)
     checker, planned, make_args = _vector_add_checker_and_args()
     x, y = make_args(AGAIN)  # the second checked call's inputs, left in the first call's buffers
     from_checking = x + y
     result = timing.time_pair(lambda x, y: from_checking.clone(), lambda x, y: x + y, make_args,
                               seed=case_seed(7, planned["key"] + "/rng"), use_graph=False,
-                              sampler=_KeepAt({8: 2}))
+                              sampler=KeepAt({8: 2}))
     failure = _verify(checker, planned, result, tmp_path)
     assert failure["cheat"] is None and failure["diagnosis"]["code"] == "timed_outputs_wrong", failure
 

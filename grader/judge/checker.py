@@ -30,6 +30,7 @@ from grader.judge.inputs import AGAIN, case_seed, clone, flatten, make_case_inpu
 from grader.judge.properties import judge as judge_property
 from grader.judge.value_diagnosis import analyse
 from grader.kata.format import Kata, load_kata
+from grader.profiling import run_maybe_profiled
 from grader.timing.perturb import Replay, tensors
 
 DOWNGRADES = (torch.bfloat16, torch.float16)
@@ -170,9 +171,7 @@ class Checker:
         # call, on fresh inputs, at sampled rows (and whole if that fails, for the message).
         rows = (self._sampled_rows(task, again_inputs, again, [])
                 if task.timed_rows and task.case(planned["case"]).bench else None)
-        verdict_again = self.compare(task, again_inputs, again, planned["case"], rows=rows)
-        if not verdict_again["ok"] and rows is not None:
-            verdict_again = self.compare(task, again_inputs, again, planned["case"])
+        verdict_again = self._compare_at(task, again_inputs, again, planned["case"], rows)
         if not verdict_again["ok"]:
             if _same_outputs(first, again):
                 return _fail(result, verdict_again,
@@ -236,9 +235,7 @@ class Checker:
             inputs = sets[index]
             got = handover.load(sample.get("file"))
             rows = self._sampled_rows(task, inputs, got, changes.changes[index])
-            verdict = self.compare(task, inputs, got, planned["case"], rows=rows)
-            if not verdict["ok"] and rows is not None:  # the whole output, for an exact account
-                verdict = self.compare(task, inputs, got, planned["case"])
+            verdict = self._compare_at(task, inputs, got, planned["case"], rows)
             if verdict["ok"]:
                 continue
             sets = changes = None  # _stale draws the sets again: hold one set, not two draws
@@ -253,6 +250,14 @@ class Checker:
                 f"({_first_line(verdict['message'])}); {seen.message}"))
             return {"cheat": None, "diagnosis": found.to_dict(), "message": found.text}
         return None
+
+    def _compare_at(self, task, inputs, saved: dict, case: str, rows) -> dict:
+        """compare() at `rows` (None: everywhere); a sampled failure is compared again whole, so
+        that its message and diagnosis account for the whole output."""
+        verdict = self.compare(task, inputs, saved, case, rows=rows)
+        if not verdict["ok"] and rows is not None:
+            verdict = self.compare(task, inputs, saved, case)
+        return verdict
 
     def _sampled_rows(self, task, inputs: dict, saved: dict, changes: list) -> torch.Tensor | None:
         """Where to verify a kept timed call of a task with timed_rows: `count` positions along
@@ -410,15 +415,11 @@ def serve(request_path: str, requests, replies) -> int:
 
 def run_process(request_path: str) -> int:
     """The checker process (`python -m grader.judge.checker REQUEST`, or forked by the warm start)."""
-    import os
     # Answers go to the real stdout; anything else that prints (warnings) goes to stderr.
     out = sys.stdout
     sys.stdout = sys.stderr
     serving = lambda: serve(request_path, sys.stdin, out)  # noqa: E731
-    if os.environ.get("KATA_CHECKER_PROFILE"):  # a developer's question: where the time goes
-        from grader.profiling import profiled
-        return profiled(serving, os.environ["KATA_CHECKER_PROFILE"])
-    return serving()
+    return run_maybe_profiled(serving, "KATA_CHECKER_PROFILE")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from grader.kata.allowed_ops import describe, effective_allowed
 from grader.kata.format import load_kata
 from grader.kata.gpu_memory import shortfall
 from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
+from grader.profiling import run_maybe_profiled
 from grader.sandbox import integrity, launches, lockdown
 from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
 from grader.sandbox.guardbands import GuardedFactories, guarded_copy
@@ -675,11 +676,7 @@ def run_process(request_path: str) -> int:
     """The worker process's whole life (`python -m grader.sandbox.worker REQUEST`, or forked by the
     warm start): the exit code is 0 unless the process died first; what happened is in the events."""
     try:
-        if os.environ.get("KATA_WORKER_PROFILE"):  # a developer's question: where the time goes
-            from grader.profiling import profiled
-            code = profiled(lambda: main(request_path), os.environ["KATA_WORKER_PROFILE"])
-        else:
-            code = main(request_path)
+        code = run_maybe_profiled(lambda: main(request_path), "KATA_WORKER_PROFILE")
     except Exception:  # noqa: BLE001 - a fault of the grader or the kata, not of the submission
         Reporter(json.loads(Path(request_path).read_text())["results"]).emit(
             {"type": "internal_error", "message": traceback.format_exc()})

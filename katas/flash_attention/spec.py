@@ -94,17 +94,30 @@ def _rows_per_chunk(G, S):
     return max(1, min(S, (1 << LOG_ROWS_BUDGET) // max(1, G * S)))
 
 
-def _causal_mask(r0, r1, n, device):
-    """True where key j is in the future of query row i (j > i): masked out."""
-    rows = torch.arange(r0, r1, device=device)[:, None]
-    cols = torch.arange(n, device=device)[None, :]
-    return cols > rows
-
-
 def _future(query_pos, key_pos):
     """True where key key_pos[j] is in the future of query query_pos[i]: masked out. (Positions
     are absolute: a subset of rows keeps its causal mask.)"""
     return key_pos[None, :] > query_pos[:, None]
+
+
+def _forward_chunk(qc, kk, vv, mask, sm_scale, stats):
+    """Query rows qc (G, r, D) against the keys kk, vv (n, D) they see (mask: True where a key is
+    masked out, or None): (o, lse) in float64, and with stats (rss, score_size) too."""
+    s = torch.matmul(qc, kk.T).mul_(sm_scale)  # (G, r, n)
+    if mask is not None:
+        s.masked_fill_(mask, -math.inf)
+    m = s.amax(dim=-1, keepdim=True)
+    p = s.sub_(m).exp_()
+    l = p.sum(dim=-1, keepdim=True)
+    o = torch.matmul(p, vv) / l
+    lse = (m + torch.log(l)).squeeze(-1)
+    if not stats:
+        return o, lse
+    rss = torch.matmul(p.mul_(p), vv * vv).sqrt_() / l
+    a = torch.matmul(qc.abs(), kk.abs().T)
+    if mask is not None:
+        a.masked_fill_(mask, 0.0)
+    return o, lse, rss, sm_scale * a.amax(dim=-1)
 
 
 def _forward64(q, k, v, causal, sm_scale, stats):
@@ -123,6 +136,7 @@ def _forward64(q, k, v, causal, sm_scale, stats):
     rss = torch.empty_like(o) if stats else None
     size = torch.empty_like(lse) if stats else None
     rows = _rows_per_chunk(G, S)
+    keys = torch.arange(S, device=dev)
     for b in range(B):
         for hk in range(Hkv):
             heads = slice(hk * G, (hk + 1) * G)
@@ -131,23 +145,30 @@ def _forward64(q, k, v, causal, sm_scale, stats):
             for r0 in range(0, S, rows):
                 r1 = min(S, r0 + rows)
                 n = r1 if causal else S  # keys this chunk of rows can see
-                s = torch.matmul(qg[:, r0:r1], kk[:n].T).mul_(sm_scale)  # (G, R, n)
-                mask = _causal_mask(r0, r1, n, dev) if causal else None
-                if mask is not None:
-                    s.masked_fill_(mask, -math.inf)
-                m = s.amax(dim=-1, keepdim=True)
-                p = s.sub_(m).exp_()
-                l = p.sum(dim=-1, keepdim=True)
-                o[b, heads, r0:r1] = torch.matmul(p, vv[:n]) / l
-                lse[b, heads, r0:r1] = (m + torch.log(l)).squeeze(-1)
+                mask = _future(keys[r0:r1], keys[:n]) if causal else None
+                chunk = _forward_chunk(qg[:, r0:r1], kk[:n], vv[:n], mask, sm_scale, stats)
+                o[b, heads, r0:r1], lse[b, heads, r0:r1] = chunk[0], chunk[1]
                 if stats:
-                    rss[b, heads, r0:r1] = torch.matmul(p.mul_(p), vv[:n] * vv[:n]).sqrt_() / l
-                    a = torch.matmul(qg[:, r0:r1].abs(), kk[:n].abs().T)
-                    if mask is not None:
-                        a.masked_fill_(mask, 0.0)
-                    size[b, heads, r0:r1] = sm_scale * a.amax(dim=-1)
-                del s, p
+                    rss[b, heads, r0:r1], size[b, heads, r0:r1] = chunk[2], chunk[3]
     return o, lse, ((rss, size) if stats else None)
+
+
+def _backward_block(qc, oc, doc, lc, kk, vv, mask, sm_scale):
+    """Query rows qc, oc, doc (G, r, D), their lse lc (G, r), against the keys kk, vv (n, D)
+    (mask: True where a key is masked out, or None): p and ds = p (dp - delta), each (G, r, n)."""
+    p = torch.matmul(qc, kk.T).mul_(sm_scale).sub_(lc[..., None]).exp_()
+    if mask is not None:
+        p.masked_fill_(mask, 0.0)
+    delta = (oc * doc).sum(dim=-1, keepdim=True)
+    ds = torch.matmul(doc, vv.T).sub_(delta).mul_(p)
+    return p, ds
+
+
+def _cancellation(oc, doc, vv, p):
+    """dp_ij - delta_i cancels where o_i ~ v_j (a peaked softmax): its float32 error is relative
+    to |do_i|.|v_j| + |o_i|.|do_i|, not to the difference; weighted by p, (G, r, n)."""
+    a = torch.matmul(doc.abs(), vv.abs().T)
+    return a.add_((oc * doc).abs().sum(dim=-1, keepdim=True)).mul_(p)
 
 
 def _backward64(q, k, v, o, lse, do, causal, sm_scale, stats):
@@ -168,6 +189,7 @@ def _backward64(q, k, v, o, lse, do, causal, sm_scale, stats):
         rq, rk2, rv2 = torch.empty_like(dq), torch.zeros_like(dk), torch.zeros_like(dk)
         cq, ck = torch.empty_like(dq), torch.zeros_like(dk)
     rows = _rows_per_chunk(G, S)
+    keys = torch.arange(S, device=dev)
     for b in range(B):
         for hk in range(Hkv):
             heads = slice(hk * G, (hk + 1) * G)
@@ -177,20 +199,14 @@ def _backward64(q, k, v, o, lse, do, causal, sm_scale, stats):
             for r0 in range(0, S, rows):
                 r1 = min(S, r0 + rows)
                 n = r1 if causal else S
-                qc, doc = qg[:, r0:r1], dog[:, r0:r1]
-                p = torch.matmul(qc, kk[:n].T).mul_(sm_scale).sub_(lg[:, r0:r1, None]).exp_()
-                if causal:
-                    p.masked_fill_(_causal_mask(r0, r1, n, dev), 0.0)
-                delta = (og[:, r0:r1] * doc).sum(dim=-1, keepdim=True)
-                ds = torch.matmul(doc, vv[:n].T).sub_(delta).mul_(p)  # (G, R, n)
+                qc, oc, doc = qg[:, r0:r1], og[:, r0:r1], dog[:, r0:r1]
+                mask = _future(keys[r0:r1], keys[:n]) if causal else None
+                p, ds = _backward_block(qc, oc, doc, lg[:, r0:r1], kk[:n], vv[:n], mask, sm_scale)
                 dq[b, heads, r0:r1] = sm_scale * torch.matmul(ds, kk[:n])
                 dk[b, hk, :n] += sm_scale * torch.einsum("grn,grd->nd", ds, qc)
                 dv[b, hk, :n] += torch.einsum("grn,grd->nd", p, doc)
                 if stats:
-                    # dp_ij - delta_i cancels where o_i ~ v_j (a peaked softmax): its float32
-                    # error is relative to |do_i|.|v_j| + |o_i|.|do_i|, not to the difference.
-                    a = torch.matmul(doc.abs(), vv[:n].abs().T)
-                    a.add_((og[:, r0:r1] * doc).abs().sum(dim=-1, keepdim=True)).mul_(p)
+                    a = _cancellation(oc, doc, vv[:n], p)
                     cq[b, heads, r0:r1] = sm_scale * torch.matmul(a, kk[:n].abs())
                     ck[b, hk, :n] += sm_scale * torch.einsum("grn,grd->nd", a, qc.abs())
                     del a
@@ -205,10 +221,9 @@ def _backward64(q, k, v, o, lse, do, causal, sm_scale, stats):
     return dq, dk, dv, (rq, rk2.sqrt_(), rv2.sqrt_(), cq, ck)
 
 
-# The row-restricted truth below repeats _forward64 and _backward64 on a subset of positions
-# (the full path is left as it is: the tolerances were calibrated on its numerics). Its results
-# equal the full ones at those positions to float64 round-off; tests/test_flash_attention_rows.py
-# keeps the two in step.
+# The row-restricted truth below is _forward64 and _backward64 on a subset of positions, through
+# the same chunk functions. Its results equal the full ones at those positions to float64
+# round-off; tests/test_flash_attention_rows.py keeps the two in step.
 
 def _forward64_rows(q, k, v, causal, sm_scale, rows):
     """_forward64(stats=True) at the query positions `rows` only (1-D int64): (o, lse, (rss,
@@ -232,22 +247,9 @@ def _forward64_rows(q, k, v, causal, sm_scale, rows):
                 c1 = min(R, c0 + per_chunk)
                 pos = rows[c0:c1]
                 n = int(pos.max()) + 1 if causal else S  # keys this chunk of rows can see
-                qc = qg[:, c0:c1]
-                s = torch.matmul(qc, kk[:n].T).mul_(sm_scale)  # (G, r, n)
                 mask = _future(pos, keys[:n]) if causal else None
-                if mask is not None:
-                    s.masked_fill_(mask, -math.inf)
-                m = s.amax(dim=-1, keepdim=True)
-                p = s.sub_(m).exp_()
-                l = p.sum(dim=-1, keepdim=True)
-                o[b, heads, c0:c1] = torch.matmul(p, vv[:n]) / l
-                lse[b, heads, c0:c1] = (m + torch.log(l)).squeeze(-1)
-                rss[b, heads, c0:c1] = torch.matmul(p.mul_(p), vv[:n] * vv[:n]).sqrt_() / l
-                a = torch.matmul(qc.abs(), kk[:n].abs().T)
-                if mask is not None:
-                    a.masked_fill_(mask, 0.0)
-                size[b, heads, c0:c1] = sm_scale * a.amax(dim=-1)
-                del s, p, a
+                (o[b, heads, c0:c1], lse[b, heads, c0:c1], rss[b, heads, c0:c1],
+                 size[b, heads, c0:c1]) = _forward_chunk(qg[:, c0:c1], kk[:n], vv[:n], mask, sm_scale, True)
     return o, lse, (rss, size)
 
 
@@ -282,14 +284,10 @@ def _backward64_rows(q, k, v, o, lse, do, causal, sm_scale, rows):
                 pos = rows[c0:c1]
                 n = int(pos.max()) + 1 if causal else S
                 qc, oc, doc = (t.index_select(1, pos) for t in (qg, og, dog))
-                p = torch.matmul(qc, kk[:n].T).mul_(sm_scale).sub_(lg[:, pos, None]).exp_()
-                if causal:
-                    p.masked_fill_(_future(pos, keys[:n]), 0.0)
-                delta = (oc * doc).sum(dim=-1, keepdim=True)
-                ds = torch.matmul(doc, vv[:n].T).sub_(delta).mul_(p)  # (G, r, n)
+                mask = _future(pos, keys[:n]) if causal else None
+                p, ds = _backward_block(qc, oc, doc, lg[:, pos], kk[:n], vv[:n], mask, sm_scale)
                 dq[b, heads, c0:c1] = sm_scale * torch.matmul(ds, kk[:n])
-                a = torch.matmul(doc.abs(), vv[:n].abs().T)
-                a.add_((oc * doc).abs().sum(dim=-1, keepdim=True)).mul_(p)
+                a = _cancellation(oc, doc, vv[:n], p)
                 cq[b, heads, c0:c1] = sm_scale * torch.matmul(a, kk[:n].abs())
                 del a
                 rq[b, heads, c0:c1] = sm_scale * torch.matmul(ds.mul_(ds), kk[:n] * kk[:n]).sqrt_()
@@ -300,16 +298,12 @@ def _backward64_rows(q, k, v, o, lse, do, causal, sm_scale, rows):
             first = int(rows.min()) if causal and R else 0
             for r0 in range(first, S, queries_per_chunk):
                 r1 = min(S, r0 + queries_per_chunk)
-                qc, doc = qg[:, r0:r1], dog[:, r0:r1]
-                p = torch.matmul(qc, kr.T).mul_(sm_scale).sub_(lg[:, r0:r1, None]).exp_()
-                if causal:
-                    p.masked_fill_(_future(keys[r0:r1], rows), 0.0)
-                delta = (og[:, r0:r1] * doc).sum(dim=-1, keepdim=True)
-                ds = torch.matmul(doc, vr.T).sub_(delta).mul_(p)  # (G, r, R)
+                qc, oc, doc = qg[:, r0:r1], og[:, r0:r1], dog[:, r0:r1]
+                mask = _future(keys[r0:r1], rows) if causal else None
+                p, ds = _backward_block(qc, oc, doc, lg[:, r0:r1], kr, vr, mask, sm_scale)  # (G, r, R)
                 dk[b, hk] += sm_scale * torch.einsum("grn,grd->nd", ds, qc)
                 dv[b, hk] += torch.einsum("grn,grd->nd", p, doc)
-                a = torch.matmul(doc.abs(), vr.abs().T)
-                a.add_((og[:, r0:r1] * doc).abs().sum(dim=-1, keepdim=True)).mul_(p)
+                a = _cancellation(oc, doc, vr, p)
                 ck[b, hk] += sm_scale * torch.einsum("grn,grd->nd", a, qc.abs())
                 del a
                 ds2 = ds.mul_(ds)
