@@ -169,7 +169,7 @@ class Checker:
             return _fail(result, verdict, _with(verdict["message"], found), found)
         # A bench case of a timed_rows task is verified whole once, on the first call; its second
         # call, on fresh inputs, at sampled rows (and whole if that fails, for the message).
-        rows = (self._sampled_rows(task, again_inputs, again, [])
+        rows = (self._sampled_rows(task, again_inputs, again)
                 if task.timed_rows and task.case(planned["case"]).bench else None)
         verdict_again = self._compare_at(task, again_inputs, again, planned["case"], rows)
         if not verdict_again["ok"]:
@@ -234,7 +234,7 @@ class Checker:
             changes.advance(call)
             inputs = sets[index]
             got = handover.load(sample.get("file"))
-            rows = self._sampled_rows(task, inputs, got, changes.changes[index])
+            rows = self._sampled_rows(task, inputs, got)
             verdict = self._compare_at(task, inputs, got, planned["case"], rows)
             if verdict["ok"]:
                 continue
@@ -259,12 +259,13 @@ class Checker:
             verdict = self.compare(task, inputs, saved, case)
         return verdict
 
-    def _sampled_rows(self, task, inputs: dict, saved: dict, changes: list) -> torch.Tensor | None:
+    def _sampled_rows(self, task, inputs: dict, saved: dict) -> torch.Tensor | None:
         """Where to verify a kept timed call of a task with timed_rows: `count` positions along
-        its dim drawn here (the worker cannot know them), plus every position the timing's input
-        changes touched since the set was drawn, so that a result cached from an earlier call's
-        inputs differs from the truth at a verified position. None (verify everywhere) when the
-        outputs or inputs do not all have that dim at one size, or the sample would be most of it.
+        its dim, drawn here (the worker cannot know them). The timing changes half of every
+        input before each call (grader.timing.perturb), so a result cached from an earlier call,
+        or patched from one, is wrong at nearly every position, and any sample sees it. None
+        (verify everywhere) when the outputs or inputs do not all have that dim at one size, or
+        the sample would be most of it.
         """
         if task.timed_rows is None:
             return None
@@ -276,15 +277,9 @@ class Checker:
         if any(t.shape[dim] != size for t in leaves) or any(
                 t.dim() > dim and t.shape[dim] != size for t in tensors(list(inputs.values()))):
             return None
-        touched = set()
-        for change in changes:
-            positions = change.positions(dim)
-            if positions is None:  # a change no position holds (a scalar): everything may differ
-                return None
-            touched.update(positions)
-        if len(touched) + count >= size // 2:
+        if count >= size // 2:
             return None
-        picked = touched.union(random.SystemRandom().sample(range(size), count))
+        picked = random.SystemRandom().sample(range(size), count)
         return torch.tensor(sorted(picked), dtype=torch.int64, device=self.device)
 
     def _timed_sets(self, task, planned: dict, n_sets: int, graph: bool) -> tuple[list[dict], Replay]:

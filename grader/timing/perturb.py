@@ -1,22 +1,41 @@
-"""The change made to a timed input before every call, replayable from a seed.
+"""The change made to the timed inputs before every call, replayable from a seed.
 
-Before each timed call of the submission, a short run of elements of one floating-point input is
-halved (stays finite, keeps its sign: valid wherever the input was); a kata with no float input
-(an INT8 GEMM) has an integer one halved toward zero instead (it keeps its sign and its range, so
-a valid index stays valid). So no call sees the
-contents of an earlier one and a cache keyed on the contents misses. The changes come from a
-`random.Random` seeded per case, consumed by the submission's calls alone, so the trusted
-checker can replay them and rebuild the exact inputs of any timed call it is asked to verify.
+Before each timed call of the submission, every floating-point input of the call's set is changed
+densely: a random half of its elements is halved, the elements halved before the previous call
+are doubled back first, so every element is always its drawn value or half of it (finite, same
+sign: valid wherever the input was). A kata with no float input (an INT8 GEMM) has its integer
+inputs changed the same way, halved toward zero (sign and range kept, so a valid index stays
+valid).
+
+Why dense: no call sees the contents of an earlier one, so a cache keyed on the contents misses;
+and a kernel that keeps its previous inputs and result cannot patch that result cheaply. A change
+confined to a short span would let a compute-bound submission diff its inputs and correct its
+last result (a rank-k update of a GEMM, the changed rows of an attention) far faster than doing
+the work, padded above the physical floor where no correctness check can see it. With half of
+every input changed, the correction costs what the work costs.
+
+The masks come from a `random.Random` seeded per case, consumed by the submission's calls alone,
+and from torch generators seeded by it on the inputs' device, so the trusted checker, drawing the
+same sets on the same device, can replay them and rebuild the exact inputs of any timed call.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
 import torch
 
-SPAN = 64  # elements halved per change: enough to move a GEMM's row past its tolerance
+PIECE = 1 << 24  # elements changed per step: bounds the masks' memory on a large input
+
+# Bound here, before the submission is imported (grader.sandbox.integrity watches the public
+# names): a submission that patched them to make the changes vanish changes nothing.
+_Generator = torch.Generator
+_randint = torch.randint
+_exp2 = torch.exp2
+_sub = torch.sub
+_neg = torch.neg
+_mul_ = torch.Tensor.mul_
+_copy_ = torch.Tensor.copy_
 
 
 def tensors(value) -> list[torch.Tensor]:
@@ -27,63 +46,90 @@ def tensors(value) -> list[torch.Tensor]:
     return []
 
 
-@dataclass(frozen=True, eq=False)
-class Change:
-    """One change: elements index[:-1] + [start, stop) of `tensor` (a 0-d tensor: all of it)."""
-    tensor: torch.Tensor
-    index: tuple[int, ...]
-    start: int
-    stop: int
-
-    def positions(self, dim: int) -> range | None:
-        """The positions along `dim` the change touched; None when the tensor has no such dim."""
-        if dim >= self.tensor.dim():
-            return None
-        if dim == self.tensor.dim() - 1:
-            return range(self.start, self.stop)
-        return range(self.index[dim], self.index[dim] + 1)
+def changed_tensors(args) -> list[torch.Tensor]:
+    """The tensors of a call's arguments the timing changes: the floating-point ones, or the
+    integer ones where there is no float input."""
+    floats = [t for t in tensors(args) if t.is_floating_point() and t.numel()]
+    if floats:
+        return floats
+    return [t for t in tensors(args) if t.dtype != torch.bool and t.numel()]
 
 
 class Perturber:
-    """perturb(args) changes one span of one floating-point tensor in args, in place, and
-    returns the Change (None when args hold nothing to change)."""
+    """perturb(args) changes, in place, every tensor of changed_tensors(args): before, each
+    element is its drawn value times 2**-m_prev (m_prev: the mask of args' previous change, 0
+    before the first); after, times 2**-m_new, with m_new a fresh random mask."""
 
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
+        self._last: dict[int, tuple[object, int]] = {}  # id(args) -> (args, key of its last change)
 
-    def __call__(self, args) -> Change | None:
-        floats = [t for t in tensors(args) if t.is_floating_point() and t.numel()]
-        if not floats:  # integers only: halving toward zero keeps them valid
-            floats = [t for t in tensors(args) if t.dtype != torch.bool and t.numel()]
-        if not floats:
-            return None
-        t = floats[self.rng.randrange(len(floats))]
-        index = [self.rng.randrange(size) for size in t.shape]
-        if t.dim():
-            last = t.shape[-1]
-            start = index[-1]
-            stop = min(last, start + 1 + self.rng.randrange(SPAN))
-            _halve(t[tuple(index[:-1])][start:stop])
-            return Change(t, tuple(index), start, stop)
-        _halve(t)
-        return Change(t, (), 0, 1)
+    def __call__(self, args) -> None:
+        key = self.rng.getrandbits(63)  # drawn even where nothing changes: replay stays in step
+        held = self._last.get(id(args))
+        previous = held[1] if held is not None and held[0] is args else None
+        self._last[id(args)] = (args, key)
+        targets = changed_tensors(args)
+        if not targets:
+            return
+        new_masks = _Masks(key, targets[0].device)
+        old_masks = _Masks(previous, targets[0].device) if previous is not None else None
+        for t in targets:
+            for piece in _pieces(t):
+                new = new_masks.next(piece)
+                old = old_masks.next(piece) if old_masks is not None else None
+                _rescale(piece, new if old is None else _sub(new, old))
+
+
+class _Masks:
+    """Masks of 0 and 1 (int8), one per piece, in order, from a generator seeded with `key`."""
+
+    def __init__(self, key: int, device: torch.device):
+        self.generator = _Generator(device=device)
+        self.generator.manual_seed(key)
+        self.device = device
+
+    def next(self, piece: torch.Tensor) -> torch.Tensor:
+        return _randint(0, 2, piece.shape, generator=self.generator, device=self.device,
+                        dtype=torch.int8)
+
+
+def _pieces(t: torch.Tensor):
+    """Views of t, together all of it, of at most PIECE elements (a 1-D run where one row is
+    larger)."""
+    if t.numel() <= PIECE or t.dim() == 0:
+        yield t
+    elif t.dim() == 1:
+        for start in range(0, t.shape[0], PIECE):
+            yield t[start:start + PIECE]
+    else:
+        rows = max(1, PIECE // (t.numel() // t.shape[0]))
+        for start in range(0, t.shape[0], rows):
+            piece = t[start:start + rows]
+            if piece.numel() > PIECE:  # one row of it is larger than a piece
+                yield from _pieces(piece[0])
+            else:
+                yield piece
 
 
 # Float dtypes torch has no arithmetic kernels for (mul_ raises "not implemented" on the CPU and
-# on CUDA): their span is halved through float32. Halving is exact there but for subnormals,
-# which round to nearest even, the same on every device.
+# on CUDA): they are rescaled through float32.
 _NO_ARITHMETIC = {getattr(torch, name) for name in (
     "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
     if hasattr(torch, name)}
 
 
-def _halve(span: torch.Tensor) -> None:
-    if not span.is_floating_point():
-        span.div_(2, rounding_mode="trunc")
-    elif span.dtype in _NO_ARITHMETIC:
-        span.copy_((span.float() * 0.5).to(span.dtype))
+def _rescale(piece: torch.Tensor, halvings: torch.Tensor) -> None:
+    """piece *= 2**-halvings (halvings in {-1, 0, 1}). Multiplying by a power of two is exact in
+    every float format but where a halved value is subnormal, which rounds to nearest even, the
+    same on every device; integers are halved toward zero."""
+    factor = _exp2(_neg(halvings))  # float32
+    if not piece.is_floating_point():
+        _copy_(piece, _mul_(piece.double(), factor).trunc_())
+    elif piece.dtype in _NO_ARITHMETIC:
+        _copy_(piece, _mul_(piece.float(), factor))
     else:
-        span.mul_(0.5)
+        _mul_(piece, factor)
 
 
 class Replay:
@@ -100,7 +146,6 @@ class Replay:
         self._perturb = Perturber(seed)
         self._all_sets = per_call_all_sets
         self.applied = -1  # the last call whose change the sets hold
-        self.changes: list[list[Change]] = [[] for _ in sets]  # per set, every change since the draw
 
     def advance(self, call: int) -> None:
         if call < self.applied:
@@ -108,9 +153,7 @@ class Replay:
                              f"draw them again to rebuild call {call}")
         for c in range(self.applied + 1, call + 1):
             for i in (range(len(self.sets)) if self._all_sets else (c % len(self.sets),)):
-                change = self._perturb(self.sets[i])
-                if change is not None:
-                    self.changes[i].append(change)
+                self._perturb(self.sets[i])
         self.applied = max(self.applied, call)
 
 

@@ -6,8 +6,9 @@ between calls. The loop below is do_bench's (CUDA events around each call, the L
 each, warm-up excluded, the median kept), with four changes:
 
 - the number of calls comes from the baseline, the same for both;
-- before every call (outside the timed window) a short span of a floating-point input is
-  halved (grader.timing.perturb), so a cache keyed on the contents misses;
+- before every call (outside the timed window) half of every floating-point input is halved
+  (grader.timing.perturb), so a cache keyed on the contents misses and a result kept from an
+  earlier call costs as much to correct as to compute;
 - after every call of the submission the parent is asked whether to keep its outputs
   (`sampler.keep`); it alone knows which calls it will have verified, and answers only once the
   call's outputs exist, so nothing the submission can read tells it which calls are checked;

@@ -256,3 +256,51 @@ def vector_add(x, y):
     result = _grade(tmp_path, body)
     assert result.status == "fail" and result.cheat == "cached_results", result.cheats
     assert "earlier call" in result.message
+
+
+class _PatchingMatmul:
+    """The incremental-update cheat: keep each set's last inputs and fp32 result, and where the
+    timing's change since then is a few rows of a or of b, correct the result by recomputing
+    those rows of c (a) or by a rank-k update (b) instead of doing the GEMM. Exact, so no
+    correctness check can see it; only the density of the change makes it cost the work."""
+
+    LOW_RANK = 64
+
+    def __init__(self):
+        self.held = {}
+        self.patched = 0
+
+    def __call__(self, a, b):
+        key = (a.data_ptr(), b.data_ptr())
+        held = self.held.get(key)
+        if held is not None:
+            a0, b0, c = held
+            rows_a = (a != a0).any(1).nonzero().flatten()
+            rows_b = (b != b0).any(1).nonzero().flatten()
+            if len(rows_a) + len(rows_b) <= self.LOW_RANK:
+                c[rows_a] = (a[rows_a] @ b0).float()
+                c.addmm_(a[:, rows_b].float(), (b[rows_b].float() - b0[rows_b].float()))
+                a0[rows_a], b0[rows_b] = a[rows_a], b[rows_b]
+                self.patched += 1
+                return c.to(a.dtype)
+        out = a @ b
+        self.held[key] = (a.clone(), b.clone(), out.float())
+        return out
+
+
+def _gemm_inputs(salt):
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(sum(map(ord, salt)))
+    return tuple(torch.randn(8192, 8192, device="cuda", generator=gen, dtype=torch.bfloat16) for _ in range(2))
+
+
+def test_a_result_patched_from_the_last_call_costs_the_work_itself():
+    # With every timed call's change confined to a short span, this cheat ran several times
+    # faster than cuBLAS (docs/PERFORMANCE.md); with half of every input changed it must do the
+    # GEMM, and pays for its diff on top.
+    from grader.timing import timer as timing
+
+    cheat = _PatchingMatmul()
+    result = timing.time_pair(cheat, lambda a, b: a @ b, _gemm_inputs, seed=3, use_graph=False)
+    assert cheat.patched == 0
+    assert result.speedup < 1.05, result
