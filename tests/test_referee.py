@@ -150,10 +150,12 @@ def test_malformed_requests_are_forgeries(line_to):
     assert len(referee.forgeries) == 2
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("graph", [False, True])
-def test_replay_rebuilds_the_inputs_of_any_timed_call(graph):
+def test_replay_rebuilds_the_inputs_of_any_timed_call(graph, dtype):
     gen = torch.Generator().manual_seed(0)
-    drawn = [(torch.randn(7, 300, generator=gen), torch.randn(300, generator=gen)) for _ in range(3)]
+    drawn = [(torch.randn(7, 300, generator=gen).to(dtype), torch.randn(300, generator=gen).to(dtype))
+             for _ in range(3)]
     live = [tuple(t.clone() for t in s) for s in drawn]
     perturb = Perturber(1234)
     seen = {}
@@ -210,6 +212,34 @@ def test_replay_brought_forward_call_by_call_matches_a_replay_from_the_draw(grap
         assert all(torch.equal(g, w) for a, b in zip(changes.sets, fresh) for g, w in zip(a, b))
     with pytest.raises(ValueError, match="draw them again"):
         changes.advance(22)  # changes cannot be taken back
+
+
+def test_the_random_half_is_a_pattern_repeated_in_memory_order(monkeypatch):
+    # One pass over the input whatever its size: a PERIOD-element pattern, repeated along it in
+    # memory order, so a transposed view is changed as its contiguous weight would be.
+    from grader.timing import perturb as module
+    from grader.timing.perturb import _in_memory_order
+
+    monkeypatch.setattr(module, "PERIOD", 64)
+    gen = torch.Generator().manual_seed(4)
+    weight = torch.rand(25, 40, generator=gen) + 1  # 1000 elements: 15 periods and a tail of 40
+    drawn = (weight.t(),)
+    live = (weight.clone().t(),)
+    perturb = Perturber(8)
+    for call in range(3):
+        perturb(live)
+        factor = (live[0].t() / drawn[0].t()).reshape(-1)
+        assert set(factor.unique().tolist()) == {0.5, 1.0}
+        assert torch.equal(factor[:960].view(15, 64), factor[:64].expand(15, 64))
+        assert torch.equal(factor[960:], factor[:40])
+        rebuilt = [(weight.clone().t(),)]
+        replay(rebuilt, 8, call, per_call_all_sets=False)
+        assert torch.equal(rebuilt[0][0], live[0])
+    buffer = torch.rand(10, 30, generator=gen) + 1
+    live = (buffer.clone()[:, :20],)  # strided with gaps: no memory order
+    assert _in_memory_order(live[0]) is None
+    Perturber(1)(live)
+    assert set((live[0] / buffer[:, :20]).unique().tolist()) == {0.5, 1.0}
 
 
 def test_fp8_inputs_are_perturbed_and_replayed():

@@ -5,7 +5,8 @@ densely: a random half of its elements is halved, the elements halved before the
 are doubled back first, so every element is always its drawn value or half of it (finite, same
 sign: valid wherever the input was). A kata with no float input (an INT8 GEMM) has its integer
 inputs changed the same way, halved toward zero (sign and range kept, so a valid index stays
-valid).
+valid). The random half is a pattern of PERIOD elements, drawn afresh for every change, repeated
+along the input in memory order: one pass over it, as cheap as a copy.
 
 Why dense: no call sees the contents of an earlier one, so a cache keyed on the contents misses;
 and a kernel that keeps its previous inputs and result cannot patch that result cheaply. A change
@@ -25,7 +26,7 @@ import random
 
 import torch
 
-PIECE = 1 << 24  # elements changed per step: bounds the masks' memory on a large input
+PERIOD = 1 << 20  # one mask of this many elements is drawn per input and repeated along it
 
 # Bound here, before the submission is imported (grader.sandbox.integrity watches the public
 # names): a submission that patched them to make the changes vanish changes nothing.
@@ -33,7 +34,6 @@ _Generator = torch.Generator
 _randint = torch.randint
 _exp2 = torch.exp2
 _sub = torch.sub
-_neg = torch.neg
 _mul_ = torch.Tensor.mul_
 _copy_ = torch.Tensor.copy_
 
@@ -58,7 +58,12 @@ def changed_tensors(args) -> list[torch.Tensor]:
 class Perturber:
     """perturb(args) changes, in place, every tensor of changed_tensors(args): before, each
     element is its drawn value times 2**-m_prev (m_prev: the mask of args' previous change, 0
-    before the first); after, times 2**-m_new, with m_new a fresh random mask."""
+    before the first); after, times 2**-m_new, with m_new a fresh random mask.
+
+    A mask is PERIOD random bits repeated along the tensor in memory order: one pass over the
+    input, as cheap as a copy, and still a dense change wherever the work is. (A GEMM's rows i
+    and i + PERIOD / K share a pattern; correcting a kept result still takes one product per
+    pattern, each with its share of the rows: the whole GEMM.)"""
 
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
@@ -69,47 +74,26 @@ class Perturber:
         held = self._last.get(id(args))
         previous = held[1] if held is not None and held[0] is args else None
         self._last[id(args)] = (args, key)
-        targets = changed_tensors(args)
-        if not targets:
-            return
-        new_masks = _Masks(key, targets[0].device)
-        old_masks = _Masks(previous, targets[0].device) if previous is not None else None
-        for t in targets:
-            for piece in _pieces(t):
-                new = new_masks.next(piece)
-                old = old_masks.next(piece) if old_masks is not None else None
-                _rescale(piece, new if old is None else _sub(new, old))
+        for index, t in enumerate(changed_tensors(args)):
+            length = min(t.numel(), PERIOD)
+            new = _mask(key, index, length, t.device)
+            halvings = new if previous is None else _sub(new, _mask(previous, index, length, t.device))
+            _rescale(t, _exp2(-halvings))  # float32 factors 0.5, 1, 2
 
 
-class _Masks:
-    """Masks of 0 and 1 (int8), one per piece, in order, from a generator seeded with `key`."""
-
-    def __init__(self, key: int, device: torch.device):
-        self.generator = _Generator(device=device)
-        self.generator.manual_seed(key)
-        self.device = device
-
-    def next(self, piece: torch.Tensor) -> torch.Tensor:
-        return _randint(0, 2, piece.shape, generator=self.generator, device=self.device,
-                        dtype=torch.int8)
+def _mask(key: int, index: int, length: int, device) -> torch.Tensor:
+    """`length` random 0/1 (int8) for the index-th changed tensor of a change drawn as `key`."""
+    generator = _Generator(device=device)
+    generator.manual_seed((key + index * 0x9E3779B97F4A7C15) % (1 << 63))
+    return _randint(0, 2, (length,), generator=generator, device=device, dtype=torch.int8)
 
 
-def _pieces(t: torch.Tensor):
-    """Views of t, together all of it, of at most PIECE elements (a 1-D run where one row is
-    larger)."""
-    if t.numel() <= PIECE or t.dim() == 0:
-        yield t
-    elif t.dim() == 1:
-        for start in range(0, t.shape[0], PIECE):
-            yield t[start:start + PIECE]
-    else:
-        rows = max(1, PIECE // (t.numel() // t.shape[0]))
-        for start in range(0, t.shape[0], rows):
-            piece = t[start:start + rows]
-            if piece.numel() > PIECE:  # one row of it is larger than a piece
-                yield from _pieces(piece[0])
-            else:
-                yield piece
+def _in_memory_order(t: torch.Tensor) -> torch.Tensor | None:
+    """A flat view of t's elements in memory order (t contiguous in some order of its dims,
+    a transposed weight say), or None."""
+    order = sorted(range(t.dim()), key=lambda d: -t.stride(d))
+    flat = t.permute(order)
+    return flat.reshape(-1) if flat.is_contiguous() else None
 
 
 # Float dtypes torch has no arithmetic kernels for (mul_ raises "not implemented" on the CPU and
@@ -119,17 +103,27 @@ _NO_ARITHMETIC = {getattr(torch, name) for name in (
     if hasattr(torch, name)}
 
 
-def _rescale(piece: torch.Tensor, halvings: torch.Tensor) -> None:
-    """piece *= 2**-halvings (halvings in {-1, 0, 1}). Multiplying by a power of two is exact in
+def _rescale(t: torch.Tensor, factor: torch.Tensor) -> None:
+    """t *= factor, repeated along t in memory order. Multiplying by a power of two is exact in
     every float format but where a halved value is subnormal, which rounds to nearest even, the
     same on every device; integers are halved toward zero."""
-    factor = _exp2(_neg(halvings))  # float32
-    if not piece.is_floating_point():
-        _copy_(piece, _mul_(piece.double(), factor).trunc_())
-    elif piece.dtype in _NO_ARITHMETIC:
-        _copy_(piece, _mul_(piece.float(), factor))
-    else:
-        _mul_(piece, factor)
+    flat = _in_memory_order(t)
+    if flat is None:  # strided with gaps: through a contiguous copy
+        copy = t.contiguous()
+        _rescale(copy, factor)
+        _copy_(t, copy)
+        return
+    period = factor.numel()
+    whole = flat.numel() // period * period
+    for run, f in ((flat[:whole].view(-1, period), factor), (flat[whole:], factor[:flat.numel() - whole])):
+        if not run.numel():
+            continue
+        if not run.is_floating_point():
+            _copy_(run, _mul_(run.double(), f).trunc_())
+        elif run.dtype in _NO_ARITHMETIC:
+            _copy_(run, _mul_(run.float(), f))
+        else:
+            _mul_(run, f)
 
 
 class Replay:
