@@ -19,7 +19,7 @@ WATCHED = [
     ("torch.cuda", "Event.record"), ("torch.cuda", "Event.elapsed_time"),
     ("torch.cuda", "Event.synchronize"), ("torch.cuda", "CUDAGraph"), ("torch.cuda", "CUDAGraph.replay"),
     ("torch", "save"), ("torch", "Tensor.cpu"), ("torch", "Tensor.clone"), ("torch", "Tensor.copy_"),
-    ("torch", "Generator"), ("torch", "randint"), ("torch", "exp2"), ("torch", "sub"), ("torch", "neg"),
+    ("torch", "Generator"), ("torch", "randint"), ("torch", "exp2"), ("torch", "sub"),
     ("torch", "Tensor.mul_"),
     ("time", "perf_counter"), ("time", "monotonic"), ("json", "dumps"), ("os", "fsync"),
 ]

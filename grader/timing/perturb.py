@@ -67,18 +67,21 @@ class Perturber:
 
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
-        self._last: dict[int, tuple[object, int]] = {}  # id(args) -> (args, key of its last change)
+        # id(args) -> (args, the mask of each changed tensor's last change): at most PERIOD bytes
+        # each, kept rather than drawn again
+        self._last: dict[int, tuple[object, list[torch.Tensor]]] = {}
 
     def __call__(self, args) -> None:
         key = self.rng.getrandbits(63)  # drawn even where nothing changes: replay stays in step
         held = self._last.get(id(args))
         previous = held[1] if held is not None and held[0] is args else None
-        self._last[id(args)] = (args, key)
+        masks = []
         for index, t in enumerate(changed_tensors(args)):
-            length = min(t.numel(), PERIOD)
-            new = _mask(key, index, length, t.device)
-            halvings = new if previous is None else _sub(new, _mask(previous, index, length, t.device))
-            _rescale(t, _exp2(-halvings))  # float32 factors 0.5, 1, 2
+            new = _mask(key, index, min(t.numel(), PERIOD), t.device)
+            halvings = new if previous is None else _sub(new, previous[index])
+            masks.append(new)
+            _rescale(t, halvings)
+        self._last[id(args)] = (args, masks)
 
 
 def _mask(key: int, index: int, length: int, device) -> torch.Tensor:
@@ -103,27 +106,31 @@ _NO_ARITHMETIC = {getattr(torch, name) for name in (
     if hasattr(torch, name)}
 
 
-def _rescale(t: torch.Tensor, factor: torch.Tensor) -> None:
-    """t *= factor, repeated along t in memory order. Multiplying by a power of two is exact in
-    every float format but where a halved value is subnormal, which rounds to nearest even, the
-    same on every device; integers are halved toward zero."""
+def _rescale(t: torch.Tensor, halvings: torch.Tensor) -> None:
+    """t *= 2**-halvings (int8, -1 to 1), repeated along t in memory order. Multiplying by a
+    power of two is exact in every float format but where a halved value is subnormal, which
+    rounds to nearest even, the same on every device; integers are halved toward zero."""
     flat = _in_memory_order(t)
     if flat is None:  # strided with gaps: through a contiguous copy
         copy = t.contiguous()
-        _rescale(copy, factor)
+        _rescale(copy, halvings)
         _copy_(t, copy)
         return
+    arithmetic = t.is_floating_point() and t.dtype not in _NO_ARITHMETIC
+    # The factors in t's own dtype where it has arithmetic (0.5, 1 and 2 are exact in all):
+    # a multiply of one dtype is the cheap one.
+    factor = _exp2(-halvings.to(t.dtype if arithmetic else torch.float32))
     period = factor.numel()
     whole = flat.numel() // period * period
     for run, f in ((flat[:whole].view(-1, period), factor), (flat[whole:], factor[:flat.numel() - whole])):
         if not run.numel():
             continue
-        if not run.is_floating_point():
-            _copy_(run, _mul_(run.double(), f).trunc_())
-        elif run.dtype in _NO_ARITHMETIC:
+        if arithmetic:
+            _mul_(run, f)
+        elif run.is_floating_point():
             _copy_(run, _mul_(run.float(), f))
         else:
-            _mul_(run, f)
+            _copy_(run, _mul_(run.double(), f).trunc_())
 
 
 class Replay:
