@@ -18,6 +18,10 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 def test_a_gpu_grade_with_helpers_passes_and_stops_them_before_timing(monkeypatch, tmp_path):
     monkeypatch.setenv(compile_ahead.ENV_SWITCH, "2")
+    # Helpers start with the first case, not after it has run 1 s: softmax's checked cases are now
+    # quick enough that helpers started at 1 s were caught up with before finishing one (18:27
+    # and 18:43 UTC 2026-11-23, docs/PERFORMANCE.md), which says nothing about whether they work.
+    monkeypatch.setattr(compile_ahead, "START_AFTER_S", 0.0)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))  # a cold cache
     trace = tmp_path / "trace.txt"
     monkeypatch.setenv("KATA_TRACE", str(trace))
@@ -38,5 +42,5 @@ def test_a_gpu_grade_with_helpers_passes_and_stops_them_before_timing(monkeypatc
     lines = [line.split() for line in trace.read_text().splitlines()]
     ahead = [float(t) for t, op, *_ in (l for l in lines if len(l) >= 2) if op == "ahead"]
     timing = [float(t) for t, op, *_ in (l for l in lines if len(l) >= 2) if op == "timing"]
-    assert ahead, "the helpers ran no case on the GPU"
+    assert ahead, f"the helpers ran no case on the GPU (exit statuses {[h.proc.returncode for h in helpers]})"
     assert timing and max(ahead) < min(timing)  # every helper was done before timing began
