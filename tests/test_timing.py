@@ -160,8 +160,8 @@ def test_timed_rows_are_drawn_by_the_checker_not_from_the_grade_seed(monkeypatch
 
 
 def test_timed_rows_still_catch_a_stale_result_and_account_for_the_whole_output(monkeypatch, tmp_path):
-    # The timing changes half of every input before each call: a cached result differs from the
-    # truth at three positions in four (x or y moved), and 32 positions of 98307 see it.
+    # The timing rescales every input before each call: a cached result differs from the truth
+    # wherever x or y moved (most positions), and 32 positions of 98307 see it.
     from grader.judge.inputs import case_seed
 
     timing = cpu_timing(monkeypatch)

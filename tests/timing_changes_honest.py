@@ -1,8 +1,8 @@
 """Run in a fresh process with TRITON_INTERPRET=1 (tests/test_timing_changes_honest.py): for every
 task of the katas named in argv with a ground truth, the reference solution on a case's timed
 input set after three of the timing's changes (grader.timing.perturb) must still pass the
-checker's comparison. The changes halve half of every input: every value stays its drawn value
-or half of it, which must be a valid input wherever the drawn one was. One JSON line per task."""
+checker's comparison. The changes rescale every input: every value becomes its drawn value, half
+or a quarter of it, which must be a valid input wherever the drawn one was. One JSON line per task."""
 
 from __future__ import annotations
 

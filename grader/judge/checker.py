@@ -261,9 +261,9 @@ class Checker:
 
     def _sampled_rows(self, task, inputs: dict, saved: dict) -> torch.Tensor | None:
         """Where to verify a kept timed call of a task with timed_rows: `count` positions along
-        its dim, drawn here (the worker cannot know them). The timing changes half of every
-        input before each call (grader.timing.perturb), so a result cached from an earlier call,
-        or patched from one, is wrong at nearly every position, and any sample sees it. None
+        its dim, drawn here (the worker cannot know them). The timing rescales every input at
+        random before each call (grader.timing.perturb), so a result cached from an earlier
+        call, or patched from one, is wrong at nearly every position, and any sample sees it. None
         (verify everywhere) when the outputs or inputs do not all have that dim at one size, or
         the sample would be most of it.
         """

@@ -1,21 +1,28 @@
 """The change made to the timed inputs before every call, replayable from a seed.
 
-Before each timed call of the submission, every floating-point input of the call's set is changed
-densely: a random half of its elements is halved, the elements halved before the previous call
-are doubled back first, so every element is always its drawn value or half of it (finite, same
-sign: valid wherever the input was). A kata with no float input (an INT8 GEMM) has its integer
-inputs changed the same way, halved toward zero (sign and range kept, so a valid index stays
-valid). The random half is a pattern of PERIOD elements, drawn afresh for every change, repeated
-along the input in memory order: one pass over it, as cheap as a copy.
+Before each timed call of the submission, every floating-point input of the call's set, and every
+int8 or uint8 one (quantized data, not indices), is changed densely: each element becomes its
+drawn value times 2^-(a + b), with a and b fresh random bits for every change, so a quarter of
+the elements keep their drawn value, half are halved and a quarter quartered (finite, same sign:
+valid wherever the drawn value was). A kata whose inputs are all wider integers has those changed
+instead, halved toward zero (sign and range kept). Where halving rounds (a subnormal float, an odd
+integer), doubling back does not restore the value: the replay repeats every step, so it rebuilds
+the same values.
+
+The bits: `a` is a random pattern of PERIOD elements repeated along the input in memory order,
+`b` one random bit per run of PERIOD elements. Two passes over the input, about the cost of a
+copy. The pattern alone would leave a full reduction cheap to correct (every run of the input
+changes alike, so one run's ratios and the per-position sums kept from before give the new sum);
+with a bit per run the new sum is a product of the input with two fresh vectors, which takes
+reading the input.
 
 Why dense: no call sees the contents of an earlier one, so a cache keyed on the contents misses;
 and a kernel that keeps its previous inputs and result cannot patch that result cheaply. A change
 confined to a short span would let a compute-bound submission diff its inputs and correct its
 last result (a rank-k update of a GEMM, the changed rows of an attention) far faster than doing
-the work, padded above the physical floor where no correctness check can see it. With half of
-every input changed, the correction costs what the work costs.
+the work, padded above the physical floor where no correctness check can see it.
 
-The masks come from a `random.Random` seeded per case, consumed by the submission's calls alone,
+The bits come from a `random.Random` seeded per case, consumed by the submission's calls alone,
 and from torch generators seeded by it on the inputs' device, so the trusted checker, drawing the
 same sets on the same device, can replay them and rebuild the exact inputs of any timed call.
 """
@@ -26,7 +33,7 @@ import random
 
 import torch
 
-PERIOD = 1 << 20  # one mask of this many elements is drawn per input and repeated along it
+PERIOD = 1 << 20  # the pattern's length, and the run each bit of `b` scales
 
 # Bound here, before the submission is imported (grader.sandbox.integrity watches the public
 # names): a submission that patched them to make the changes vanish changes nothing.
@@ -36,6 +43,8 @@ _exp2 = torch.exp2
 _sub = torch.sub
 _mul_ = torch.Tensor.mul_
 _copy_ = torch.Tensor.copy_
+
+_DATA_INTEGERS = (torch.int8, torch.uint8)  # quantized values: changed beside float inputs
 
 
 def tensors(value) -> list[torch.Tensor]:
@@ -47,48 +56,48 @@ def tensors(value) -> list[torch.Tensor]:
 
 
 def changed_tensors(args) -> list[torch.Tensor]:
-    """The tensors of a call's arguments the timing changes: the floating-point ones, or the
-    integer ones where there is no float input."""
-    floats = [t for t in tensors(args) if t.is_floating_point() and t.numel()]
-    if floats:
-        return floats
+    """The tensors of a call's arguments the timing changes: the floating-point and 8-bit integer
+    ones, or the other integer ones where there are none (indices are left alone otherwise)."""
+    data = [t for t in tensors(args) if t.numel() and (t.is_floating_point() or t.dtype in _DATA_INTEGERS)]
+    if data:
+        return data
     return [t for t in tensors(args) if t.dtype != torch.bool and t.numel()]
 
 
 class Perturber:
-    """perturb(args) changes, in place, every tensor of changed_tensors(args): before, each
-    element is its drawn value times 2**-m_prev (m_prev: the mask of args' previous change, 0
-    before the first); after, times 2**-m_new, with m_new a fresh random mask.
-
-    A mask is PERIOD random bits repeated along the tensor in memory order: one pass over the
-    input, as cheap as a copy, and still a dense change wherever the work is. (A GEMM's rows i
-    and i + PERIOD / K share a pattern; correcting a kept result still takes one product per
-    pattern, each with its share of the rows: the whole GEMM.)"""
+    """perturb(args) changes, in place, every tensor of changed_tensors(args) from its drawn
+    value times 2^-(a_prev + b_prev) (0 before the first change) to its drawn value times
+    2^-(a_new + b_new): the previous change's bits are kept (PERIOD bytes and one per run, at
+    most), the new ones drawn."""
 
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
-        # id(args) -> (args, the mask of each changed tensor's last change): at most PERIOD bytes
-        # each, kept rather than drawn again
-        self._last: dict[int, tuple[object, list[torch.Tensor]]] = {}
+        self._last: dict[int, tuple[object, list[tuple[torch.Tensor, torch.Tensor]]]] = {}
 
     def __call__(self, args) -> None:
         key = self.rng.getrandbits(63)  # drawn even where nothing changes: replay stays in step
         held = self._last.get(id(args))
         previous = held[1] if held is not None and held[0] is args else None
-        masks = []
+        bits = []
         for index, t in enumerate(changed_tensors(args)):
-            new = _mask(key, index, min(t.numel(), PERIOD), t.device)
-            halvings = new if previous is None else _sub(new, previous[index])
-            masks.append(new)
-            _rescale(t, halvings)
-        self._last[id(args)] = (args, masks)
+            new = _bits(key, index, t.numel(), t.device)
+            bits.append(new)
+            if previous is None:
+                _rescale(t, *new)
+            else:
+                (a_new, b_new), (a_old, b_old) = new, previous[index]
+                _rescale(t, _sub(a_new, a_old), _sub(b_new, b_old))
+        self._last[id(args)] = (args, bits)
 
 
-def _mask(key: int, index: int, length: int, device) -> torch.Tensor:
-    """`length` random 0/1 (int8) for the index-th changed tensor of a change drawn as `key`."""
+def _bits(key: int, index: int, numel: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(a: min(numel, PERIOD) bits, b: one bit per run of PERIOD elements), int8 0/1, for the
+    index-th changed tensor of a change drawn as `key`."""
     generator = _Generator(device=device)
     generator.manual_seed((key + index * 0x9E3779B97F4A7C15) % (1 << 63))
-    return _randint(0, 2, (length,), generator=generator, device=device, dtype=torch.int8)
+    a = _randint(0, 2, (min(numel, PERIOD),), generator=generator, device=device, dtype=torch.int8)
+    b = _randint(0, 2, (-(-numel // PERIOD),), generator=generator, device=device, dtype=torch.int8)
+    return a, b
 
 
 def _in_memory_order(t: torch.Tensor) -> torch.Tensor | None:
@@ -106,31 +115,34 @@ _NO_ARITHMETIC = {getattr(torch, name) for name in (
     if hasattr(torch, name)}
 
 
-def _rescale(t: torch.Tensor, halvings: torch.Tensor) -> None:
-    """t *= 2**-halvings (int8, -1 to 1), repeated along t in memory order. Multiplying by a
-    power of two is exact in every float format but where a halved value is subnormal, which
-    rounds to nearest even, the same on every device; integers are halved toward zero."""
+def _rescale(t: torch.Tensor, pattern: torch.Tensor, runs: torch.Tensor) -> None:
+    """t *= 2^-pattern (repeated along t in memory order) * 2^-runs (one per run of PERIOD),
+    both int8 in -1..1. Multiplying by a power of two is exact in every float format but where
+    the result is subnormal, which rounds to nearest even, the same on every device; integers are
+    halved toward zero."""
     flat = _in_memory_order(t)
     if flat is None:  # strided with gaps: through a contiguous copy
         copy = t.contiguous()
-        _rescale(copy, halvings)
+        _rescale(copy, pattern, runs)
         _copy_(t, copy)
         return
     arithmetic = t.is_floating_point() and t.dtype not in _NO_ARITHMETIC
-    # The factors in t's own dtype where it has arithmetic (0.5, 1 and 2 are exact in all):
-    # a multiply of one dtype is the cheap one.
-    factor = _exp2(-halvings.to(t.dtype if arithmetic else torch.float32))
-    period = factor.numel()
-    whole = flat.numel() // period * period
-    for run, f in ((flat[:whole].view(-1, period), factor), (flat[whole:], factor[:flat.numel() - whole])):
+    # Factors in t's own dtype where it has arithmetic (0.5, 1 and 2 are exact in all): a
+    # multiply of one dtype is the cheap one.
+    dtype = t.dtype if arithmetic else torch.float32
+    by_position, by_run = _exp2(-pattern.to(dtype)), _exp2(-runs.to(dtype))
+    period = by_position.numel()
+    whole = flat.numel() // period
+    for run, position, scale in ((flat[:whole * period].view(whole, period), by_position, by_run[:whole, None]),
+                                 (flat[whole * period:], by_position[:flat.numel() - whole * period], by_run[whole:])):
         if not run.numel():
             continue
         if arithmetic:
-            _mul_(run, f)
+            _mul_(_mul_(run, position), scale)  # each step keeps |value| <= its drawn value
         elif run.is_floating_point():
-            _copy_(run, _mul_(run.float(), f))
+            _copy_(run, _mul_(_mul_(run.float(), position), scale))
         else:
-            _copy_(run, _mul_(run.double(), f).trunc_())
+            _copy_(run, _mul_(_mul_(run.double(), position).trunc_(), scale).trunc_())
 
 
 class Replay:

@@ -6,8 +6,8 @@ between calls. The loop below is do_bench's (CUDA events around each call, the L
 each, warm-up excluded, the median kept), with four changes:
 
 - the number of calls comes from the baseline, the same for both;
-- before every call (outside the timed window) half of every floating-point input is halved
-  (grader.timing.perturb), so a cache keyed on the contents misses and a result kept from an
+- before every call (outside the timed window) every float input is rescaled at random,
+  element by element (grader.timing.perturb), so a cache keyed on the contents misses and a result kept from an
   earlier call costs as much to correct as to compute;
 - after every call of the submission the parent is asked whether to keep its outputs
   (`sampler.keep`); it alone knows which calls it will have verified, and answers only once the
@@ -18,9 +18,10 @@ each, warm-up excluded, the median kept), with four changes:
   ratios, which cancels clock drift between rounds;
 - kernels shorter than SHORT_MS are timed by replaying a CUDA graph of many calls, each on its
   own input set, so launch overhead does not dominate;
-- the GPU is held back (a spin-sleep) before each call for longer than the host took to queue
-  the last ones, so the start event never fires while the call is still being launched: the
-  time is the kernels' even where the submission's Python is slow (`_Lead`).
+- the GPU is held back (a spin-sleep) before each call, after the input changes are queued,
+  for longer than the host took to queue the last calls, so the start event never fires while
+  the call is still being launched: the time is the kernels' even where the submission's
+  Python is slow (`_Lead`).
 
 The ceilings (copy bandwidth, matmul rate) use do_bench itself: they run before the submission
 is imported.
@@ -87,8 +88,8 @@ def _flush_buffer() -> torch.Tensor:
 
 class _Lead:
     """How far the GPU is held back before each timed call, so that the host has queued the whole
-    call (perturbation, L2 flush, the call's own Python: launches, the op recorder) before the
-    start event fires; otherwise the time is partly the host's launch overhead, not the kernels'.
+    call (L2 flush, the call's own Python: launches, the op recorder) before the start event
+    fires; otherwise the time is partly the host's launch overhead, not the kernels'.
     The lead follows the host's own recent time per call, with a margin; it costs GPU time only
     where the host is slower than the GPU anyway."""
 
@@ -127,10 +128,12 @@ def _event_times(run_call, n: int, before, flush: torch.Tensor, after=None,
     ends = [_Event(enable_timing=True) for _ in range(n)]
     lead = lead if lead is not None else _Lead()
     for i in range(n):
+        # The input changes are queued before the hold: the host time they take (a graph's
+        # sets, a large input) must not eat into the lead the call's own launch needs.
+        before(i)
         if flush.is_cuda:
             _sleep(lead.cycles())
         queued = _perf_counter()
-        before(i)
         flush.zero_()
         _record(starts[i])
         run_call(i)

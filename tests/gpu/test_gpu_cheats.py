@@ -297,7 +297,7 @@ def _gemm_inputs(salt):
 def test_a_result_patched_from_the_last_call_costs_the_work_itself():
     # With every timed call's change confined to a short span, this cheat, diffing its inputs
     # with torch, already ran 1.09-1.31x the GEMM it skipped (docs/PERFORMANCE.md), and one that
-    # knew the span without diffing would run far faster; with half of every input changed it
+    # knew the span without diffing would run far faster; with every input rescaled at random it
     # must do the GEMM, and pays for its diff on top (0.57x).
     from grader.timing import timer as timing
 
