@@ -7,8 +7,8 @@ each, warm-up excluded, the median kept), with four changes:
 
 - the number of calls comes from the baseline, the same for both;
 - before every call (outside the timed window) every float input is rescaled at random,
-  element by element (grader.timing.perturb), so a cache keyed on the contents misses and a result kept from an
-  earlier call costs as much to correct as to compute;
+  element by element (grader.timing.perturb), so a cache keyed on the contents misses and a
+  result kept from an earlier call costs as much to correct as to compute;
 - after every call of the submission the parent is asked whether to keep its outputs
   (`sampler.keep`); it alone knows which calls it will have verified, and answers only once the
   call's outputs exist, so nothing the submission can read tells it which calls are checked;
