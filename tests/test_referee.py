@@ -4,13 +4,14 @@ replay of the input changes made before timed calls (grader.timing.perturb)."""
 
 from __future__ import annotations
 
+import random
 import socket
 
 import pytest
 import torch
 
 from grader.sandbox.control import SAMPLED, ParentLine, ParentSampler, Referee
-from grader.timing.perturb import Perturber, Replay, replay
+from grader.timing.perturb import Perturber, Replay, change_call, replay
 
 PLAN = [{"key": f"t/c{i}/float32", "task": "t", "case": f"c{i}", "dtype": "float32"} for i in range(3)]
 
@@ -23,8 +24,8 @@ class FakeJudge:
     def check_case(self, planned, result):
         return dict(result, status="fail" if planned["key"] in self.failing else "pass")
 
-    def check_samples(self, planned, samples, method, n_sets):
-        self.samples.append((planned["key"], samples, method, n_sets))
+    def check_samples(self, planned, samples, method, n_sets, change_keys=None):
+        self.samples.append((planned["key"], samples, method, n_sets, change_keys))
         return self.timed_failure
 
 
@@ -100,11 +101,21 @@ def test_timed_calls_to_verify_are_chosen_by_the_parent_and_revealed_only_after_
     # The worker holds nothing that names the chosen calls: it learns each one only by asking,
     # after the call, once.
     assert not any(isinstance(v, (set, dict)) and v for v in vars(sampler).values())
-    kept = {call: s for call in range(200) if (s := sampler.keep(call)) is not None}
+    kept, sent = {}, []
+    for call in range(200):
+        sent.append(sampler.change_key())  # before the call: the key of its input change
+        if (s := sampler.keep(call)) is not None:
+            kept[call] = s
     assert len(kept) == SAMPLED and all(0 <= s < 3 for s in kept.values())
     samples = [{"call": c, "set": c % 3, "file": ""} for c in kept]
     line.ask("samples", key=key, samples=samples, method="events", sets=3)
     assert judge.samples[0][1] == samples and not referee.forgeries
+    # The checker replays the changes from the keys the parent sent, one per call, not from
+    # anything the worker reports.
+    assert judge.samples[0][4][:200] == sent and len(set(sent)) == 200
+    sampler.change_key()  # the key sent with the last answer, for a call that never came
+    with pytest.raises(RuntimeError, match="no key"):
+        sampler.change_key()  # each key serves one call
     # Two grades choose different calls: nothing to learn from one grade for the next.
     line2, _ = line_to(FakeJudge())
     other = ParentSampler(line2, key)
@@ -157,18 +168,14 @@ def test_replay_rebuilds_the_inputs_of_any_timed_call(graph, dtype):
     drawn = [(torch.randn(7, 300, generator=gen).to(dtype), torch.randn(300, generator=gen).to(dtype))
              for _ in range(3)]
     live = [tuple(t.clone() for t in s) for s in drawn]
-    perturb = Perturber(1234)
+    perturb, keys = Perturber(0), [random.getrandbits(63) for _ in range(40)]
     seen = {}
-    for call in range(40):  # the timing loop's order of changes
-        if graph:
-            for args in live:
-                perturb(args)
-        else:
-            perturb(live[call % 3])
+    for call in range(40):  # the timing loop's order of changes, a key per call
+        change_call(perturb, live, call, keys[call], graph)
         seen[call] = [tuple(t.clone() for t in s) for s in live]
     for call in (0, 17, 39):
         rebuilt = [tuple(t.clone() for t in s) for s in drawn]
-        replay(rebuilt, 1234, call, graph)
+        replay(rebuilt, keys, call, graph)
         for got, want in zip(rebuilt, seen[call]):
             assert all(torch.equal(g, w) for g, w in zip(got, want))
     # Every element is its drawn value, half or a quarter of it: finite, same sign, valid where

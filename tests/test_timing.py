@@ -235,3 +235,41 @@ def test_a_forged_output_file_is_no_output_to_sample(monkeypatch):
     task = checker.tasks["vector_add"]
     inputs = {"x": torch.zeros(1000), "y": torch.zeros(1000)}
     assert checker._sampled_rows(task, inputs, {"out": torch.zeros(1000)}) is None
+
+
+class _ParentKeys(KeepAt):
+    """A sampler that, as the parent does, hands out each call's change key one call at a time."""
+
+    def __init__(self, picks):
+        super().__init__(picks)
+        import secrets
+
+        self.sent, self._random = [], secrets.SystemRandom()
+
+    def change_key(self):
+        self.sent.append(self._random.getrandbits(63))
+        return self.sent[-1]
+
+
+def test_the_timing_changes_come_from_the_parents_keys_and_replay_from_them(monkeypatch, tmp_path):
+    # Keys the worker could not predict: the checker rebuilds the kept calls' inputs from the keys
+    # the parent sent; from the case's seed (what the worker could know) they come out wrong.
+    import torch
+
+    from grader.judge.inputs import case_seed
+
+    timing = cpu_timing(monkeypatch)
+    checker, planned, make_args = _vector_add_checker_and_args("odd_tail")
+    sampler = _ParentKeys({5: 2, 40: 1})
+    honest = lambda x, y: x + y  # noqa: E731
+    result = timing.time_pair(honest, honest, make_args, seed=case_seed(7, planned["key"] + "/rng"),
+                              use_graph=False, sampler=sampler)
+    assert len(sampler.sent) == sampler.calls  # one key per submission call, none for the baseline
+    samples = []
+    for i, sample in enumerate(result.checked):
+        path = tmp_path / f"s{i}.pt"
+        torch.save({"out": [sample.outputs]}, path)
+        samples.append({"call": sample.call, "set": sample.set, "file": str(path)})
+    assert checker.check_samples(planned, samples, result.method, result.n_sets, sampler.sent) is None
+    failure = checker.check_samples(planned, samples, result.method, result.n_sets)
+    assert failure is not None and failure["cheat"] is None

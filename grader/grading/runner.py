@@ -379,9 +379,9 @@ class _CheckerProcess:
     def check_case(self, planned, result):
         return self._ask({"op": "case", "key": planned["key"], "result": result})["result"]
 
-    def check_samples(self, planned, samples, method, n_sets):
+    def check_samples(self, planned, samples, method, n_sets, change_keys=None):
         return self._ask({"op": "samples", "key": planned["key"], "samples": samples,
-                          "method": method, "sets": n_sets})["failure"]
+                          "method": method, "sets": n_sets, "change_keys": change_keys})["failure"]
 
     def close(self):
         try:

@@ -207,7 +207,7 @@ class Checker:
         return result
 
     def check_samples(self, planned: dict, samples: list[dict], method: str | None,
-                      n_sets: int | None) -> dict | None:
+                      n_sets: int | None, change_keys: list[int] | None = None) -> dict | None:
         """Outputs of the timed calls the parent chose; None when all are right, else the failure:
         {"message", and "cheat" or "diagnosis"}.
 
@@ -230,7 +230,7 @@ class Checker:
         for sample in sorted(samples, key=lambda s: s["call"]):
             call, index = max(sample["call"], -1), sample["set"]
             if changes is None or call < changes.applied:
-                sets, changes = self._timed_sets(task, planned, n_sets, graph)
+                sets, changes = self._timed_sets(task, planned, n_sets, graph, change_keys)
             changes.advance(call)
             inputs = sets[index]
             got = handover.load(sample.get("file"))
@@ -239,7 +239,7 @@ class Checker:
             if verdict["ok"]:
                 continue
             sets = changes = None  # _stale draws the sets again: hold one set, not two draws
-            if self._stale(task, planned, n_sets, call, graph, index, got):
+            if self._stale(task, planned, n_sets, call, graph, index, got, change_keys):
                 return {"cheat": "cached_results", "message": (
                     f"timed call {call} returned the result of an earlier call's inputs, not of "
                     "the inputs it was given: results are cached across the timed calls")}
@@ -282,16 +282,19 @@ class Checker:
         picked = random.SystemRandom().sample(range(size), count)
         return torch.tensor(sorted(picked), dtype=torch.int64, device=self.device)
 
-    def _timed_sets(self, task, planned: dict, n_sets: int, graph: bool) -> tuple[list[dict], Replay]:
+    def _timed_sets(self, task, planned: dict, n_sets: int, graph: bool,
+                    change_keys: list[int] | None) -> tuple[list[dict], Replay]:
         """The timed input sets as drawn, and the Replay that brings them (in place) to the
-        inputs of a later call."""
+        inputs of a later call: with the keys the parent sent for each call's change, or from
+        the case's seed where it sent none."""
         sets = [self._inputs(task, planned["case"], planned["dtype"], planned["key"], f"/timing{i}")
                 for i in range(n_sets)]
         args = [tuple(s[a] for a in task.args) for s in sets]
-        return sets, Replay(args, case_seed(self.seed, planned["key"] + "/rng"), graph)
+        keys = change_keys if change_keys is not None else case_seed(self.seed, planned["key"] + "/rng")
+        return sets, Replay(args, keys, graph)
 
     def _stale(self, task, planned: dict, n_sets: int, call: int, graph: bool, index: int,
-               got: dict) -> bool:
+               got: dict, change_keys: list[int] | None = None) -> bool:
         """Does `got` match the inputs of an earlier call on the same set (a cached result)? The
         calls a cache is likely to replay: the set as drawn, its first call and its last two.
         (Not the checked calls': a kernel that keeps the first call's pointers, keyed on the
@@ -299,7 +302,7 @@ class Checker:
         timed calls: state kept across calls, an honest bug.)"""
         step = 1 if graph else n_sets
         first = 0 if graph else index
-        sets, changes = self._timed_sets(task, planned, n_sets, graph)
+        sets, changes = self._timed_sets(task, planned, n_sets, graph, change_keys)
         for earlier in sorted(c for c in {call - step, call - 2 * step, first, -1} if -1 <= c < call):
             changes.advance(earlier)  # ascending: one draw brought forward
             if self.compare(task, sets[index], got, planned["case"])["ok"]:
@@ -402,7 +405,7 @@ def serve(request_path: str, requests, replies) -> int:
             answer = {"result": checker.check_case(plan[ask["key"]], ask["result"])}
         else:
             answer = {"failure": checker.check_samples(plan[ask["key"]], ask["samples"],
-                                                       ask["method"], ask["sets"])}
+                                                       ask["method"], ask["sets"], ask.get("change_keys"))}
         replies.write(json.dumps(answer, default=str) + "\n")
         replies.flush()
     return 0

@@ -51,12 +51,22 @@ class ParentSampler:
 
     def __init__(self, line: ParentLine, key: str):
         self.line, self.key = line, key
+        self._next_key: int | None = None
 
     def begin(self, calls: int, n_sets: int) -> None:
-        self.line.ask("timing", key=self.key, calls=calls, sets=n_sets)
+        self._next_key = self.line.ask("timing", key=self.key, calls=calls, sets=n_sets).get("change_key")
+
+    def change_key(self) -> int:
+        """The key of the next call's input change: the parent sent it with its last answer."""
+        key, self._next_key = self._next_key, None
+        if not isinstance(key, int):
+            raise RuntimeError("the grader sent no key for this timed call's input change")
+        return key
 
     def keep(self, call: int) -> int | None:
-        return self.line.ask("sample", key=self.key, call=call).get("set")
+        answer = self.line.ask("sample", key=self.key, call=call)
+        self._next_key = answer.get("change_key")
+        return answer.get("set")
 
 
 # A task's remaining cases are not run once this many of its cases have failed (unless
@@ -123,6 +133,7 @@ class Referee(threading.Thread):
         self.current: dict | None = None  # the case in flight: key, phase, started, limit_s
         self._chosen: dict[str, dict[int, int]] = {}
         self._asked: dict[str, set[int]] = {}
+        self._change_keys: dict[str, list[int]] = {}  # per case, the key sent for each timed call
         self._random = secrets.SystemRandom()
         self._lock = threading.Lock()
         self._turns, self._timing_held, self._in_case = turns, False, False
@@ -251,7 +262,10 @@ class Referee(threading.Thread):
         picked = self._random.sample(range(calls), min(self.sampled, calls))
         self._chosen[key] = {call: self._random.randrange(sets) for call in picked}
         self._asked[key] = set()
-        return {}
+        # Each call's input change is drawn here and sent one call ahead (grader.timing.perturb):
+        # nothing in the worker's memory says what a later call's inputs will be.
+        self._change_keys[key] = [self._random.getrandbits(63)]
+        return {"change_key": self._change_keys[key][0]}
 
     def _on_sample(self, request, key):
         call = request.get("call")
@@ -260,7 +274,8 @@ class Referee(threading.Thread):
             self.forgeries.append(f"timed call {call} of {key} asked about twice, or out of turn")
             return {"set": None}
         asked.add(call)
-        return {"set": self._chosen[key].get(call)}
+        self._change_keys[key].append(self._random.getrandbits(63))
+        return {"set": self._chosen[key].get(call), "change_key": self._change_keys[key][-1]}
 
     def _on_samples(self, request, key):
         samples, method = request.get("samples"), request.get("method")
@@ -276,7 +291,8 @@ class Referee(threading.Thread):
                 {(s.get("call"), s.get("set")) for s in samples} != expected or len(samples) != len(expected):
             self.forgeries.append(f"the kept timed outputs of {key} are not the ones the grader chose")
             return {}
-        failure = self._judge("check_samples", key, self.plan[key], samples, method, n_sets)
+        failure = self._judge("check_samples", key, self.plan[key], samples, method, n_sets,
+                              self._change_keys.get(key))
         if failure:
             self.timing_failures[key] = failure
         with self._lock:

@@ -22,9 +22,12 @@ confined to a short span would let a compute-bound submission diff its inputs an
 last result (a rank-k update of a GEMM, the changed rows of an attention) far faster than doing
 the work, padded above the physical floor where no correctness check can see it.
 
-The bits come from a `random.Random` seeded per case, consumed by the submission's calls alone,
-and from torch generators seeded by it on the inputs' device, so the trusted checker, drawing the
-same sets on the same device, can replay them and rebuild the exact inputs of any timed call.
+Each call's change is drawn from a key, and the bits from torch generators seeded by it on the
+inputs' device. In a grade the parent process draws the keys and sends each with its answer to the
+previous call (grader.sandbox.control), so nothing in the worker's memory tells a submission the
+inputs of a later call; it keeps them, and the trusted checker, drawing the same sets on the same
+device, replays the changes from them to rebuild the exact inputs of any timed call. Elsewhere
+(tests, in-place tasks, which keep no calls) the keys come from a seed (seeded_keys).
 """
 
 from __future__ import annotations
@@ -74,8 +77,9 @@ class Perturber:
         self.rng = random.Random(seed)
         self._last: dict[int, tuple[object, list[tuple[torch.Tensor, torch.Tensor]]]] = {}
 
-    def __call__(self, args) -> None:
-        key = self.rng.getrandbits(63)  # drawn even where nothing changes: replay stays in step
+    def __call__(self, args, key: int | None = None) -> None:
+        if key is None:  # drawn even where nothing changes: replay stays in step
+            key = self.rng.getrandbits(63)
         held = self._last.get(id(args))
         previous = held[1] if held is not None and held[0] is args else None
         bits = []
@@ -145,18 +149,39 @@ def _rescale(t: torch.Tensor, pattern: torch.Tensor, runs: torch.Tensor) -> None
             _copy_(run, _mul_(_mul_(run.double(), position).trunc_(), scale).trunc_())
 
 
+def change_call(perturb: Perturber, sets: list, call: int, key: int, all_sets: bool) -> None:
+    """The change made before submission call `call`, drawn as `key`: graph timing changes every
+    set before each replay (each with its own key, drawn from `key`); call-by-call timing changes
+    the set the call uses (set `call % len(sets)`)."""
+    if all_sets:
+        keys = random.Random(key)
+        for args in sets:
+            perturb(args, keys.getrandbits(63))
+    else:
+        perturb(sets[call % len(sets)], key)
+
+
+def seeded_keys(seed: int):
+    """One key per call from a seed: where no parent draws them (tests, in-place tasks)."""
+    rng = random.Random(seed)
+    return lambda: rng.getrandbits(63)
+
+
 class Replay:
     """Input sets brought forward call by call: advance(call) applies the changes made before
     every submission call up to `call`, so the inputs of several timed calls, visited in
     ascending order, are rebuilt from one draw of the sets.
 
-    per_call_all_sets: graph timing changes every set before each replay; call-by-call timing
-    changes only the set the call uses (set `call % len(sets)`).
+    keys: the key of every call's change, as the parent sent them to the worker (a list indexed
+    by call), or the seed the worker drew them from (seeded_keys). per_call_all_sets: graph
+    timing (change_call).
     """
 
-    def __init__(self, sets: list, seed: int, per_call_all_sets: bool):
+    def __init__(self, sets: list, keys: list[int] | int, per_call_all_sets: bool):
         self.sets = sets
-        self._perturb = Perturber(seed)
+        self._perturb = Perturber(0)
+        self._keys = keys if isinstance(keys, list) else None
+        self._seeded = seeded_keys(keys) if not isinstance(keys, list) else None
         self._all_sets = per_call_all_sets
         self.applied = -1  # the last call whose change the sets hold
 
@@ -164,12 +189,14 @@ class Replay:
         if call < self.applied:
             raise ValueError(f"the sets already hold the changes up to call {self.applied}: "
                              f"draw them again to rebuild call {call}")
+        if self._keys is not None and call >= len(self._keys):
+            raise ValueError(f"no key for call {call}: the grader sent {len(self._keys)}")
         for c in range(self.applied + 1, call + 1):
-            for i in (range(len(self.sets)) if self._all_sets else (c % len(self.sets),)):
-                self._perturb(self.sets[i])
+            key = self._keys[c] if self._keys is not None else self._seeded()
+            change_call(self._perturb, self.sets, c, key, self._all_sets)
         self.applied = max(self.applied, call)
 
 
-def replay(sets: list, seed: int, calls: int, per_call_all_sets: bool) -> None:
+def replay(sets: list, keys: list[int] | int, calls: int, per_call_all_sets: bool) -> None:
     """Apply, in place, the changes made before the first `calls` + 1 submission calls."""
-    Replay(sets, seed, per_call_all_sets).advance(calls)
+    Replay(sets, keys, per_call_all_sets).advance(calls)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import torch
 import triton.testing
 
-from grader.timing.perturb import Perturber, tensors
+from grader.timing.perturb import Perturber, change_call, seeded_keys, tensors
 
 # Bound here, before the submission is imported: patching the public names changes nothing.
 _Event = torch.cuda.Event
@@ -157,8 +157,8 @@ class _EagerSide:
     method = "events"
     calls_per_sample = 1
 
-    def __init__(self, fn, sets, perturb, sampler, launch_log):
-        self.fn, self.sets, self.perturb, self.sampler = fn, sets, perturb, sampler
+    def __init__(self, fn, sets, change, sampler, launch_log):
+        self.fn, self.sets, self.change, self.sampler = fn, sets, change, sampler
         self.launch_log = launch_log
         self.checked: list[Sample] = []
         self.calls = 0
@@ -167,7 +167,7 @@ class _EagerSide:
 
     def run(self, n: int, flush) -> list[float]:
         def before(i):
-            self.perturb(self.sets[self.calls % len(self.sets)])
+            self.change(self.calls)
 
         def call(i):
             self._last = self.fn(*self.sets[self.calls % len(self.sets)])
@@ -187,8 +187,8 @@ class _GraphSide:
 
     method = "cuda_graph"
 
-    def __init__(self, fn, sets, perturb, sampler, launch_log):
-        self.sets, self.perturb, self.sampler, self.launch_log = sets, perturb, sampler, launch_log
+    def __init__(self, fn, sets, change, sampler, launch_log):
+        self.sets, self.change, self.sampler, self.launch_log = sets, change, sampler, launch_log
         self.calls_per_sample = len(sets)
         self.checked: list[Sample] = []
         self.lead = _Lead()
@@ -219,8 +219,7 @@ class _GraphSide:
 
     def run(self, n: int, flush) -> list[float]:
         def before(i):
-            for args in self.sets:
-                self.perturb(args)
+            self.change(self.replays)
 
         def call(i):
             self.graph.replay()
@@ -255,8 +254,9 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     Sets are drawn with salts "/timing<i>". Before its first timed call the sampler is told how
     many calls the submission will make (`sampler.begin(calls, n_sets)`); after each call it is
     asked `sampler.keep(call)`: None, or a set index whose outputs are kept (Timing.checked).
-    The submission's input changes come from Perturber(seed): grader.timing.perturb.replay rebuilds
-    them.
+    The submission's input changes are drawn from the keys `sampler.change_key()` gives, one per
+    call (the parent's, sent with its answer to the previous call), or from `seed` where the
+    sampler has none: grader.timing.perturb.replay rebuilds them from the same keys.
     """
     flush = _flush_buffer()
     first = make_args("/timing0")
@@ -266,13 +266,21 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     sets = [first] + [make_args(f"/timing{i}") for i in range(1, count)]
     samples = max(MIN_SAMPLES, min(MAX_SAMPLES, round(ROUND_MS / max(estimate, 1e-4))))
     # Only the submission's calls change the inputs (the baseline caches nothing), so the changes
-    # to the shared sets are the submission's alone and replay exactly.
-    sub_perturb, base_perturb = Perturber(seed), (lambda args: None)
+    # to the shared sets are the submission's alone and replay exactly. Each change's key comes
+    # from the parent, one call at a time (the sampler's change_key): a submission that found
+    # this process's state could not know the inputs of a call before the call.
+    next_key = getattr(sampler, "change_key", None) or seeded_keys(seed)
+    perturber = Perturber(seed)
+
+    def sub_change(call, all_sets):
+        change_call(perturber, sets, call, next_key(), all_sets)
+
+    no_change = lambda call: None  # noqa: E731
     method, tried_graph = "events", short
     if short:
         try:
-            sub_side = _GraphSide(submission, sets, sub_perturb, sampler, launch_log)
-            base_side = _GraphSide(baseline, sets, base_perturb, None, None)
+            sub_side = _GraphSide(submission, sets, lambda call: sub_change(call, True), sampler, launch_log)
+            base_side = _GraphSide(baseline, sets, no_change, None, None)
             method = "cuda_graph"
         except Exception:  # noqa: BLE001 - not capturable (a host sync, say): time call by call
             torch.cuda.synchronize()
@@ -280,8 +288,8 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     if not short:
         if tried_graph:  # a failed capture may have run the submission on them: draw afresh
             sets = [make_args(f"/timing{i}") for i in range(3)]
-        sub_side = _EagerSide(submission, sets, sub_perturb, sampler, launch_log)
-        base_side = _EagerSide(baseline, sets, base_perturb, None, None)
+        sub_side = _EagerSide(submission, sets, lambda call: sub_change(call, False), sampler, launch_log)
+        base_side = _EagerSide(baseline, sets, no_change, None, None)
     if sampler is not None:
         sampler.begin(ROUNDS * (WARMUP + samples), len(sets))
     round_sub, round_base, ratios, warmup_ms = [], [], [], []
