@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from grader.sandbox.control import SAMPLED, ParentLine, ParentSampler, Referee
-from grader.timing.perturb import Perturber, Replay, change_call, replay
+from grader.timing.perturb import Perturber, Replay, change_call, replay, seeded_keys
 
 PLAN = [{"key": f"t/c{i}/float32", "task": "t", "case": f"c{i}", "dtype": "float32"} for i in range(3)]
 
@@ -168,7 +168,7 @@ def test_replay_rebuilds_the_inputs_of_any_timed_call(graph, dtype):
     drawn = [(torch.randn(7, 300, generator=gen).to(dtype), torch.randn(300, generator=gen).to(dtype))
              for _ in range(3)]
     live = [tuple(t.clone() for t in s) for s in drawn]
-    perturb, keys = Perturber(0), [random.getrandbits(63) for _ in range(40)]
+    perturb, keys = Perturber(), [random.getrandbits(63) for _ in range(40)]
     seen = {}
     for call in range(40):  # the timing loop's order of changes, a key per call
         change_call(perturb, live, call, keys[call], graph)
@@ -193,10 +193,10 @@ def test_each_change_moves_half_of_every_input_so_no_cheap_correction_exists():
     gen = torch.Generator().manual_seed(2)
     a, b, bias = torch.randn(64, 96, generator=gen), torch.randn(96, 80, generator=gen), torch.randn(80, generator=gen)
     live = (a, b, bias)
-    perturb = Perturber(11)
+    perturb, keys = Perturber(), seeded_keys(11)
     previous = None
     for _ in range(4):
-        perturb(live)
+        perturb(live, keys())
         if previous is not None:
             for before, after in zip(previous, live):
                 moved = before != after
@@ -235,9 +235,9 @@ def test_the_change_is_a_pattern_repeated_in_memory_order_times_a_bit_per_run(mo
     weight = torch.rand(25, 40, generator=gen) + 1  # 1000 elements: 15 periods and a tail of 40
     drawn = (weight.t(),)
     live = (weight.clone().t(),)
-    perturb = Perturber(8)
+    perturb, keys = Perturber(), seeded_keys(8)
     for call in range(3):
-        perturb(live)
+        perturb(live, keys())
         factor = (live[0].t() / drawn[0].t()).reshape(-1)
         assert set(factor.unique().tolist()) <= {0.25, 0.5, 1.0}
         per_run = factor[:960].view(15, 64) / factor[:64]
@@ -251,7 +251,7 @@ def test_the_change_is_a_pattern_repeated_in_memory_order_times_a_bit_per_run(mo
     buffer = torch.rand(10, 30, generator=gen) + 1
     live = (buffer.clone()[:, :20],)  # strided with gaps: no memory order
     assert _in_memory_order(live[0]) is None
-    Perturber(1)(live)
+    Perturber()(live, seeded_keys(1)())
     assert set((live[0] / buffer[:, :20]).unique().tolist()) <= {0.25, 0.5, 1.0}
 
 
@@ -262,9 +262,9 @@ def test_fp8_inputs_are_perturbed_and_replayed():
     b = (torch.randn(7, 80, generator=gen) * 100).to(torch.float8_e5m2).t()  # a strided view
     drawn = (a, b)
     live = tuple(t.clone() for t in drawn)
-    perturb = Perturber(99)
+    perturb, keys = Perturber(), seeded_keys(99)
     for _ in range(30):
-        perturb(live)
+        perturb(live, keys())
     changed = [not torch.equal(x.view(torch.uint8), y.view(torch.uint8)) for x, y in zip(drawn, live)]
     assert any(changed)
     for before, after in zip(drawn, live):
@@ -286,9 +286,9 @@ def test_integer_data_is_halved_toward_zero_and_indices_are_left_alone():
     a = torch.randint(-128, 128, (9, 80), generator=gen, dtype=torch.int8)
     b = torch.randint(-128, 128, (80, 7), generator=gen, dtype=torch.int8)
     live = (a.clone(), b.clone())
-    perturb = Perturber(5)
+    perturb, keys = Perturber(), seeded_keys(5)
     for _ in range(20):
-        perturb(live)
+        perturb(live, keys())
     assert any(not torch.equal(x, y) for x, y in zip((a, b), live))
     for before, after in zip((a, b), live):
         after, before = after.short(), before.short()  # abs(-128) overflows int8
@@ -300,13 +300,13 @@ def test_integer_data_is_halved_toward_zero_and_indices_are_left_alone():
     indices, weight = torch.arange(50), torch.randn(50, 4, generator=gen)
     live = (indices.clone(), weight.clone())
     for _ in range(20):
-        perturb(live)
+        perturb(live, keys())
     assert torch.equal(live[0], indices) and not torch.equal(live[1], weight)
     # int8 beside a float is quantized data (dequantize's q beside its scales): it changes too,
     # or a kernel keeping its last output would only rewrite the rows whose scale moved.
     scale = torch.rand(9, 1, generator=gen) + 0.5
     live = (a.clone(), scale.clone())
-    perturb(live)
+    perturb(live, keys())
     assert not torch.equal(live[0], a) and not torch.equal(live[1], scale)
 
 
@@ -345,9 +345,9 @@ def test_a_full_reduction_cannot_be_corrected_from_one_run(monkeypatch):
     drawn = torch.rand(64 * 50, generator=gen, dtype=torch.float64) + 0.5
     x = drawn.clone()
     per_position = drawn.view(50, 64).sum(0)  # what the cheat kept at its first call
-    perturb, wrong = Perturber(21), 0
+    perturb, keys, wrong = Perturber(), seeded_keys(21), 0
     for _ in range(20):
-        perturb((x,))
+        perturb((x,), keys())
         shortcut = float((x[:64] / drawn[:64] * per_position).sum())
         wrong += abs(shortcut - float(x.sum())) > 1e-6 * float(x.sum())
     assert wrong >= 18

@@ -16,7 +16,7 @@ from grader.grading.plan import build_plan
 from grader.judge.checker import Checker
 from grader.judge.inputs import case_seed, flatten
 from grader.kata.catalog import get_kata
-from grader.timing.perturb import Perturber, tensors
+from grader.timing.perturb import Perturber, seeded_keys, tensors
 
 SEED = 5
 
@@ -46,9 +46,9 @@ def _check_case(checker, reference, task, planned) -> dict:
     inputs = checker._inputs(task, planned.case, planned.dtype, planned.key, "/timing0")
     args = tuple(inputs[a] for a in task.args)
     drawn = [t.clone() for t in tensors(args)]
-    perturb = Perturber(case_seed(SEED, planned.key + "/rng"))
+    perturb, keys = Perturber(), seeded_keys(case_seed(SEED, planned.key + "/rng"))
     for _ in range(3):
-        perturb(args)
+        perturb(args, keys())
     changed = any(not torch.equal(a, b) for a, b in zip(tensors(args), drawn))
     got = getattr(reference, task.name)(*args)
     got = got if isinstance(got, tuple) and len(task.outputs) > 1 else (got,)

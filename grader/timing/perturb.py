@@ -68,18 +68,15 @@ def changed_tensors(args) -> list[torch.Tensor]:
 
 
 class Perturber:
-    """perturb(args) changes, in place, every tensor of changed_tensors(args) from its drawn
+    """perturb(args, key) changes, in place, every tensor of changed_tensors(args) from its drawn
     value times 2^-(a_prev + b_prev) (0 before the first change) to its drawn value times
-    2^-(a_new + b_new): the previous change's bits are kept (PERIOD bytes and one per run, at
-    most), the new ones drawn."""
+    2^-(a_new + b_new), the new bits drawn from `key`: the previous change's bits are kept
+    (PERIOD bytes and one per run, at most)."""
 
-    def __init__(self, seed: int):
-        self.rng = random.Random(seed)
+    def __init__(self):
         self._last: dict[int, tuple[object, list[tuple[torch.Tensor, torch.Tensor]]]] = {}
 
-    def __call__(self, args, key: int | None = None) -> None:
-        if key is None:  # drawn even where nothing changes: replay stays in step
-            key = self.rng.getrandbits(63)
+    def __call__(self, args, key: int) -> None:
         held = self._last.get(id(args))
         previous = held[1] if held is not None and held[0] is args else None
         bits = []
@@ -179,9 +176,9 @@ class Replay:
 
     def __init__(self, sets: list, keys: list[int] | int, per_call_all_sets: bool):
         self.sets = sets
-        self._perturb = Perturber(0)
+        self._perturb = Perturber()
         self._keys = keys if isinstance(keys, list) else None
-        self._seeded = seeded_keys(keys) if not isinstance(keys, list) else None
+        self._next_key = iter(keys).__next__ if isinstance(keys, list) else seeded_keys(keys)
         self._all_sets = per_call_all_sets
         self.applied = -1  # the last call whose change the sets hold
 
@@ -191,9 +188,8 @@ class Replay:
                              f"draw them again to rebuild call {call}")
         if self._keys is not None and call >= len(self._keys):
             raise ValueError(f"no key for call {call}: the grader sent {len(self._keys)}")
-        for c in range(self.applied + 1, call + 1):
-            key = self._keys[c] if self._keys is not None else self._seeded()
-            change_call(self._perturb, self.sets, c, key, self._all_sets)
+        for c in range(self.applied + 1, call + 1):  # keys are taken in call order
+            change_call(self._perturb, self.sets, c, self._next_key(), self._all_sets)
         self.applied = max(self.applied, call)
 
 

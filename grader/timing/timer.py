@@ -270,7 +270,7 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     # from the parent, one call at a time (the sampler's change_key): a submission that found
     # this process's state could not know the inputs of a call before the call.
     next_key = getattr(sampler, "change_key", None) or seeded_keys(seed)
-    perturber = Perturber(seed)
+    perturber = Perturber()
 
     def sub_change(call, all_sets):
         change_call(perturber, sets, call, next_key(), all_sets)
