@@ -20,6 +20,12 @@ and apex's multi_tensor_apply do it, in one Triton launch.
   <= pid (one vector compare over the table) and so knows which tensor, and which chunk of
   it, it owns. Addresses become pointers with `.to(tl.pointer_type(...))`.
 
+- The table must reach the GPU without the host waiting for it. torch.tensor(..., device=)
+  copies from pageable memory and then blocks until the GPU has run everything queued before
+  the copy; only then does the host launch the kernel, and the GPU sits idle for that launch.
+  Made in pinned memory and copied with non_blocking=True, the copy is queued like a kernel
+  and the host goes straight on to the launch.
+
 - Loads through such pointers need care to be fast. The compiler emits 16-byte vector loads
   only where it can prove alignment and contiguity: it knows a pointer argument is aligned
   (Triton checks at launch), but an address read from memory tells it nothing, and a mask
@@ -145,13 +151,18 @@ def adamw_step(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps
     n_programs = firsts.pop()
     if n_programs == 0:
         return
-    # One small int64 tensor, made from Python ints: an allocation and one host-to-device copy
-    # of (6 x n) * 8 bytes, about 7 KB for GPT-2's 148 tensors.
+    # One small int64 tensor, made from Python ints: (6 x n) * 8 bytes, about 7 KB for GPT-2's
+    # 148 tensors. It goes to the GPU from pinned (page-locked) host memory, asynchronously: a
+    # plain torch.tensor(..., device="cuda") copies from pageable memory and then waits for the
+    # GPU to finish everything queued before it, so the GPU idles while the host launches the
+    # kernel. That wait cost 12% of a GPT-2 step in the grader (docs/PERFORMANCE.md). The pinned
+    # buffer is not reused before the copy has run (PyTorch's pinned allocator waits for it).
     table = torch.tensor(
         firsts + numels
         + [p.data_ptr() for p in params] + [g.data_ptr() for g in grads]
         + [m.data_ptr() for m in exp_avgs] + [v.data_ptr() for v in exp_avg_sqs],
-        dtype=torch.int64, device=params[0].device)
+        dtype=torch.int64, pin_memory=params[0].is_cuda,
+    ).to(params[0].device, non_blocking=True)
     # Bias corrections and step size, in double precision on the host, once per step.
     bc1 = 1.0 - beta1 ** step
     bc2 = 1.0 - beta2 ** step
