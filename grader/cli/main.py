@@ -260,6 +260,12 @@ def format_result(result) -> str:
             lines.append(f"  {d['code']}{where}: {(d['message'].splitlines() or [''])[0][:300]}")
             if d.get("advice"):
                 lines.append(f"    -> {d['advice']}")
+    if getattr(result, "advice", None):
+        lines += ["", click.style("how to be faster:", bold=True)]
+        for a in result.advice:
+            where = f" in {a['count']} case(s), first {a['first_case']}" if a.get("first_case") else ""
+            lines.append(f"  {a['code']}{where}: {a['message']}")
+            lines.append(f"    -> {a['advice']}")
     if result.message:
         lines += ["", result.message]
     if result.output.strip():

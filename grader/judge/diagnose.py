@@ -133,6 +133,17 @@ ADVICE = {
 
 DIAGNOSES = sorted(ADVICE)
 
+# How to be faster: what a passing or failing grade's timing showed, with advice. Never a fault:
+# it does not change the verdict.
+SPEED_ADVICE = {
+    "host_sync": "each of these makes the host wait until the GPU has run everything queued "
+                 "before it, and the GPU then sits idle while the host launches what follows. "
+                 "Usual causes: torch.tensor(..., device='cuda') or .to('cuda') from ordinary "
+                 "memory (build it with pin_memory=True and copy it with non_blocking=True); "
+                 ".item(), .tolist(), .cpu() or int() of a GPU value (keep it on the GPU, or "
+                 "compute it on the host); torch.cuda.synchronize()",
+}
+
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -231,6 +242,21 @@ class Findings:
     @property
     def diagnoses(self) -> list[dict[str, Any]]:
         return list(self._diagnoses.values())
+
+
+def speed_advice(cases) -> list[dict[str, Any]]:
+    """How to be faster, once per code, from the timed cases: {code, count, first_case, message,
+    advice}, the shape of a diagnosis."""
+    synced = [c for c in cases if c.host_syncs]
+    if not synced:
+        return []
+    first = synced[0]
+    where = f", the first at {first.host_sync_at}" if first.host_sync_at else ""
+    message = (f"{first.host_syncs} operation(s) in one call of {first.task} made the host wait "
+               f"for the GPU{where}")
+    return [{"code": "host_sync", "count": len(synced),
+             "first_case": f"{first.task}/{first.name}/{first.dtype}", "message": message,
+             "advice": SPEED_ADVICE["host_sync"]}]
 
 
 def hidden_only(cases) -> tuple[Diagnosis, list] | None:

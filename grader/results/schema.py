@@ -45,6 +45,10 @@ class CaseResult:
     roofline_credit: float | None = None  # min(1, roofline / target): its share of the roofline points
     flops: float | None = None  # declared FLOPs
     diagnosis: str | None = None  # the diagnosis code when the case failed without a cheat
+    # Operations that made the host wait for the GPU in one untimed call (grader.timing.host_syncs),
+    # and where the first was called ("file.py:LINE"); None where not watched.
+    host_syncs: int | None = None
+    host_sync_at: str | None = None
 
     @property
     def timed(self) -> bool:
@@ -105,6 +109,8 @@ class GradeResult:
     cheats: list[dict[str, Any]] = field(default_factory=list)
     # What went wrong, once per code: {code, count, first_case, message, advice}.
     diagnoses: list[dict[str, Any]] = field(default_factory=list)
+    # How to be faster, once per code, in the same shape; it never changes the verdict.
+    advice: list[dict[str, Any]] = field(default_factory=list)
     sandbox: dict[str, Any] = field(default_factory=dict)  # the limits the submission ran under
     # The cases this grade was limited to (`kata grade --case`): a partial grade, never recorded.
     only_cases: list[str] | None = None

@@ -503,6 +503,8 @@ class CaseRunner:
         out = {"time_ms": timing.time_ms, "baseline_ms": timing.baseline_ms, "speedup": timing.speedup,
                "timing_method": timing.method, "calls_per_sample": timing.calls_per_sample,
                "samples": timing.samples, "round_speedups": timing.round_speedups}
+        if timing.host_syncs is not None:
+            out.update(host_syncs=timing.host_syncs.count, host_sync_at=timing.host_syncs.first_at)
         kept = []
         for sample in timing.checked:
             outputs = {o.name: v for o, v in zip(self.task.returns, (

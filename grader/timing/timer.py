@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import torch
 import triton.testing
 
+from grader.timing.host_syncs import HostSyncs, watched
 from grader.timing.perturb import Perturber, change_call, seeded_keys, tensors
 
 # Bound here, before the submission is imported: patching the public names changes nothing.
@@ -80,6 +81,7 @@ class Timing:
     warmup_ms: list[float]  # the submission's first calls in this phase
     n_sets: int = 0
     checked: list[Sample] = field(default_factory=list)
+    host_syncs: HostSyncs | None = None  # in one untimed call of the submission; None: not watched
 
 
 def _flush_buffer() -> torch.Tensor:
@@ -157,20 +159,26 @@ class _EagerSide:
     method = "events"
     calls_per_sample = 1
 
-    def __init__(self, fn, sets, change, sampler, launch_log):
+    def __init__(self, fn, sets, change, sampler, launch_log, watch_call: int | None = None):
         self.fn, self.sets, self.change, self.sampler = fn, sets, change, sampler
         self.launch_log = launch_log
         self.checked: list[Sample] = []
         self.calls = 0
         self._last = None
         self.lead = _Lead()
+        # The call run with PyTorch's sync warnings on (an untimed warm-up call), and what it showed.
+        self.watch_call, self.host_syncs = watch_call, None
 
     def run(self, n: int, flush) -> list[float]:
         def before(i):
             self.change(self.calls)
 
         def call(i):
-            self._last = self.fn(*self.sets[self.calls % len(self.sets)])
+            args = self.sets[self.calls % len(self.sets)]
+            if self.calls == self.watch_call:
+                self._last, self.host_syncs = watched(lambda: self.fn(*args))
+            else:
+                self._last = self.fn(*args)
 
         def after(i):
             # Asked once the outputs exist (and outside the timed window): too late to change them.
@@ -248,7 +256,7 @@ def graph_calls(estimate: float) -> int:
 
 
 def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
-              use_graph: bool | None = None, sampler=None) -> Timing:
+              use_graph: bool | None = None, sampler=None, watch_syncs: bool | None = None) -> Timing:
     """Time submission and baseline, both on input sets drawn by make_args(salt) -> args tuple.
 
     Sets are drawn with salts "/timing<i>". Before its first timed call the sampler is told how
@@ -257,6 +265,11 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     The submission's input changes are drawn from the keys `sampler.change_key()` gives, one per
     call (the parent's, sent with its answer to the previous call), or from `seed` where the
     sampler has none: grader.timing.perturb.replay rebuilds them from the same keys.
+
+    Timed call by call, the submission's first warm-up call of the second round runs with
+    PyTorch's sync warnings on (grader.timing.host_syncs; `watch_syncs`, by default on a GPU):
+    Timing.host_syncs. A CUDA graph cannot capture a sync, so a submission that syncs is never
+    timed by replay.
     """
     flush = _flush_buffer()
     first = make_args("/timing0")
@@ -288,7 +301,9 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     if not short:
         if tried_graph:  # a failed capture may have run the submission on them: draw afresh
             sets = [make_args(f"/timing{i}") for i in range(3)]
-        sub_side = _EagerSide(submission, sets, lambda call: sub_change(call, False), sampler, launch_log)
+        watch = flush.is_cuda if watch_syncs is None else watch_syncs
+        sub_side = _EagerSide(submission, sets, lambda call: sub_change(call, False), sampler, launch_log,
+                              watch_call=WARMUP + samples if watch and ROUNDS > 1 else None)
         base_side = _EagerSide(baseline, sets, no_change, None, None)
     if sampler is not None:
         sampler.begin(ROUNDS * (WARMUP + samples), len(sets))
@@ -307,6 +322,7 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
         speedup=statistics.median(ratios), method=method,
         calls_per_sample=sub_side.calls_per_sample, samples=samples, round_speedups=ratios,
         warmup_ms=warmup_ms, n_sets=len(sets), checked=sub_side.checked,
+        host_syncs=getattr(sub_side, "host_syncs", None),
     )
 
 

@@ -151,3 +151,22 @@ def test_a_real_cuda_out_of_memory_in_the_checker_is_named_gpu_busy(private_kata
     assert result.message.startswith("The GPU ran out of memory while the grader itself worked"), result.message
     assert "out of memory" in result.message and "Traceback" not in result.message
     assert [d["code"] for d in result.diagnoses] == ["gpu_busy"], result.diagnoses
+
+
+def test_a_blocking_copy_in_the_call_is_advice_with_its_line_and_never_a_fault(tmp_path):
+    # torch.tensor(..., device="cuda") copies from pageable memory and waits for the GPU.
+    body = ("\ndef vector_add(x, y):\n    out = torch.empty_like(x)\n"
+            "    torch.tensor([x.numel()], device=x.device)\n"
+            "    launch(x, y, out)\n    return out\n")
+    result = _grade(tmp_path, body)
+    assert result.correct and result.cheat is None and not result.diagnoses, result.message
+    (advice,) = result.advice
+    line = (KERNEL + body).splitlines().index("    torch.tensor([x.numel()], device=x.device)") + 1
+    assert advice["code"] == "host_sync" and f"solution.py:{line}" in advice["message"], advice
+    timed = [c for c in result.cases if c.timed]
+    assert timed and all(c.host_syncs >= 1 for c in timed)
+
+
+def test_the_reference_shows_no_host_syncs():
+    result = grade(get_kata("vector_add"), get_kata("vector_add").reference_path, "gpu")
+    assert result.advice == [] and all(c.host_syncs == 0 for c in result.cases if c.timed)

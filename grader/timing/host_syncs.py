@@ -1,0 +1,61 @@
+"""Host syncs in a submission's call: operations that make the host wait for the GPU.
+
+A copy to the GPU from ordinary (pageable) memory, such as `torch.tensor(..., device="cuda")`,
+and `.item()`, `.tolist()`, `.cpu()` or `torch.cuda.synchronize()` each block the host until the
+GPU has run everything queued before them. The GPU then idles while the host launches what
+follows. A kernel's time is right; it just includes that idle. The grader names these for the
+learner as advice (`host_sync`), never as a fault: an honest kernel may sync, and the speedup
+already counts what the sync costs.
+
+PyTorch's sync debug mode (`torch.cuda.set_sync_debug_mode`) warns at each such operation, at
+the Python line that called it. The timer runs one of the submission's untimed warm-up calls
+under it, past the first calls, where an autotuner legitimately syncs while it benchmarks.
+A submission that silences the warnings hides its syncs only from its own advice.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+# PyTorch's wording of the warning (c10/cuda: warn_or_error_on_sync).
+MARKER = "synchronizing CUDA operation"
+_WARN = 1  # set_sync_debug_mode: 0 off, 1 warn, 2 error
+
+
+@dataclass
+class HostSyncs:
+    count: int  # synchronizing operations seen in the watched call
+    first_at: str | None = None  # "file.py:LINE" of the first, as the warning names it
+
+
+def _set_mode(mode: int) -> None:
+    torch.cuda.set_sync_debug_mode(mode)
+
+
+def _get_mode() -> int:
+    return torch.cuda.get_sync_debug_mode()
+
+
+def watched(call):
+    """(call()'s result, HostSyncs): call run once with PyTorch's sync warnings on. Other warnings
+    the call raised are raised again, as they would have been."""
+    previous, seen = _get_mode(), []
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            _set_mode(_WARN)
+            try:
+                result = call()
+            finally:
+                _set_mode(previous)
+    finally:  # even when the call raised
+        for w in seen:
+            if MARKER not in str(w.message):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    syncs = [w for w in seen if MARKER in str(w.message)]
+    first_at = f"{os.path.basename(syncs[0].filename)}:{syncs[0].lineno}" if syncs else None
+    return result, HostSyncs(len(syncs), first_at)
