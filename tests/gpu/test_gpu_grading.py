@@ -163,6 +163,7 @@ def test_a_blocking_copy_in_the_call_is_advice_with_its_line_and_never_a_fault(t
     (advice,) = result.advice
     line = (KERNEL + body).splitlines().index("    torch.tensor([x.numel()], device=x.device)") + 1
     assert advice["code"] == "host_sync" and f"solution.py:{line}" in advice["message"], advice
+    assert "debug mode" not in result.output and "synchroniz" not in result.output, result.output
     timed = [c for c in result.cases if c.timed]
     assert timed and all(c.host_syncs >= 1 for c in timed)
 
