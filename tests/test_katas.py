@@ -40,6 +40,8 @@ def test_reference_passes(name, grade_interpret):
     # The interpreter report says what it could not run and why.
     assert result.skipped and all(s["reason"] for s in result.skipped)
     assert not result.speed_measured and result.speedup is None
+    # No advice on speed for a reference: every case's work in a few launches.
+    assert result.advice == [] and all(c.launches for c in ran), result.advice
 
 
 @pytest.mark.parametrize("name", KATA_NAMES)

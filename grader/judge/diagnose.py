@@ -142,7 +142,14 @@ SPEED_ADVICE = {
                  "memory (build it with pin_memory=True and copy it with non_blocking=True); "
                  ".item(), .tolist(), .cpu() or int() of a GPU value (keep it on the GPU, or "
                  "compute it on the host); torch.cuda.synchronize()",
+    "many_launches": "each launch costs the host a few microseconds, and a launch over a few "
+                     "thousand elements cannot fill the GPU. Cover the work in one launch: a grid "
+                     "over every row or tensor, a table of pointers for a list of tensors, a loop "
+                     "inside the kernel for long rows",
 }
+# A call that launches this many Triton kernels or more is told so (no kata's reference launches
+# more than 15: muon's iterations).
+MANY_LAUNCHES = 64
 
 
 @dataclass(frozen=True)
@@ -247,16 +254,28 @@ class Findings:
 def speed_advice(cases) -> list[dict[str, Any]]:
     """How to be faster, once per code, from the timed cases: {code, count, first_case, message,
     advice}, the shape of a diagnosis."""
-    synced = [c for c in cases if c.host_syncs]
-    if not synced:
-        return []
-    first = synced[0]
-    where = f", the first at {first.host_sync_at}" if first.host_sync_at else ""
-    message = (f"{first.host_syncs} operation(s) in one call of {first.task} made the host wait "
-               f"for the GPU{where}")
-    return [{"code": "host_sync", "count": len(synced),
-             "first_case": f"{first.task}/{first.name}/{first.dtype}", "message": message,
-             "advice": SPEED_ADVICE["host_sync"]}]
+    def counted(value) -> int:  # the worker's figures, untrusted: anything but an int is none
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    advice = []
+    synced = [c for c in cases if counted(c.host_syncs)]
+    if synced:
+        first = synced[0]
+        where = f", the first at {first.host_sync_at}" if isinstance(first.host_sync_at, str) else ""
+        advice.append(_advice("host_sync", synced, f"{first.host_syncs} operation(s) in one call of "
+                              f"{first.task} made the host wait for the GPU{where}"))
+    launching = [c for c in cases if counted(c.launches) >= MANY_LAUNCHES]
+    if launching:
+        most = max(launching, key=lambda c: c.launches)
+        advice.append(_advice("many_launches", launching, f"one call of {most.task} launched "
+                              f"{most.launches} Triton kernels (case {most.name})"))
+    return advice
+
+
+def _advice(code: str, cases: list, message: str) -> dict[str, Any]:
+    first = cases[0]
+    return {"code": code, "count": len(cases), "first_case": f"{first.task}/{first.name}/{first.dtype}",
+            "message": message, "advice": SPEED_ADVICE[code]}
 
 
 def hidden_only(cases) -> tuple[Diagnosis, list] | None:

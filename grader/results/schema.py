@@ -49,6 +49,7 @@ class CaseResult:
     # and where the first was called ("file.py:LINE"); None where not watched.
     host_syncs: int | None = None
     host_sync_at: str | None = None
+    launches: int | None = None  # Triton kernels launched by the second checked call
 
     @property
     def timed(self) -> bool:

@@ -227,6 +227,7 @@ class CaseRunner:
         self.torch_ops = None  # what the last call did with PyTorch (grader.sandbox.guards.TorchOps)
         self.cases = {c.name: c for c in task.cases}
         self.saved = 0
+        self.launches_last_call = 0  # Triton launches of the last checked call
         self.shared: list[torch.Tensor] = []  # outputs handed over by CUDA IPC, not yet ruled on
 
     def inputs(self, planned, salt: str = "") -> dict:
@@ -249,6 +250,8 @@ class CaseRunner:
             fresh = self.inputs(planned, AGAIN)
             inputs = {name: _copy_contents(inputs[name], fresh[name]) for name in inputs}
             outputs["again"] = self._checked_call(inputs, guards, again=True, budget=budget)
+            # The second call's: the first may have run an autotuner's benchmark launches.
+            result["launches"] = self.launches_last_call
         except CaseProblem as problem:
             result.update(status=problem.status, message=problem.message, cheat=problem.cheat)
             return result
@@ -271,6 +274,7 @@ class CaseRunner:
         before = [g.buffer.clone() for g in input_guards]
         meter = memory_budget.PeakMeter(active=budget is not None)
         returned, launched = self._call(args, meter)
+        self.launches_last_call = launched
         outputs = self._collect_outputs(returned, inputs)
         self._check_outputs(outputs, inputs)
         produced = sum(t.numel() for got in outputs.values() for _, t in flatten(got, "")

@@ -1,6 +1,9 @@
-"""Host syncs in a submission's call (grader.timing.host_syncs): found in one untimed call, shown as
-advice that never changes the verdict. PyTorch's sync debug mode needs CUDA, so here it is faked:
-a "sync" is the warning PyTorch raises while the mode is on. tests/gpu has the real one."""
+"""Advice on speed ("how to be faster"), which never changes the verdict.
+
+Host syncs in a submission's call (grader.timing.host_syncs) are found in one untimed call.
+PyTorch's sync debug mode needs CUDA, so here it is faked: a "sync" is the warning PyTorch raises
+while the mode is on; tests/gpu has the real one. Many launches per call are counted in the
+second checked call, under the interpreter too."""
 
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ def test_a_watched_call_counts_its_syncs_and_names_the_first_line(sync_mode):
         result, seen = host_syncs.watched(_copies_to_the_gpu(sync_mode, 2))
     assert shown == []  # neither the syncs nor PyTorch's note on its own mode reach the output
     assert result == "result" and seen.count == 2
-    assert seen.first_at.startswith("test_host_syncs.py:")
+    assert seen.first_at.startswith("test_speed_advice.py:")
     assert sync_mode["mode"] == 0  # restored
 
 
@@ -144,3 +147,45 @@ def test_advice_is_shown_by_the_cli_and_in_reports():
     for fmt in ("md", "html"):
         report = render_report(result, fmt)
         assert "How to be faster" in report and "solution.py:9" in report
+
+
+CHUNKED = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def vector_add(x, y):
+    # Correct, and one launch per 1024 elements.
+    out = torch.empty_like(x)
+    for start in range(0, x.numel(), 1024):
+        end = min(start + 1024, x.numel())
+        add_kernel[(1,)](x[start:end], y[start:end], out[start:end], end - start, BLOCK=1024)
+    return out
+"""
+
+
+def test_a_launch_per_chunk_passes_with_advice_naming_the_most_launches(tmp_path, grade_interpret):
+    path = tmp_path / "solution.py"
+    path.write_text(CHUNKED)
+    result = grade_interpret("vector_add", path)
+    assert result.status == "pass" and result.cheat is None and result.diagnoses == [], result.message
+    (advice,) = result.advice
+    assert advice["code"] == "many_launches" and "launched 97 Triton kernels (case odd_tail)" in advice["message"]
+    # odd_tail (97 launches) and pow2_16_plus_1 (65), in float32 and float16 (bfloat16 is
+    # skipped on the interpreter); 1025 elements take 2.
+    assert advice["count"] == 4
+    assert {c.name: c.launches for c in result.cases if c.dtype == "float32"}["pow2_plus_1"] == 2
+
+
+def test_forged_counts_from_the_worker_give_no_advice():
+    forged = [_case("a", "many"), _case("b", True)]
+    forged[0].launches, forged[1].launches = "many", 10.0**9
+    assert diagnose.speed_advice(forged) == []
