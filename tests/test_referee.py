@@ -161,6 +161,36 @@ def test_malformed_requests_are_forgeries(line_to):
     assert len(referee.forgeries) == 2
 
 
+@pytest.mark.parametrize("status", ["pass", "skipped", None, 1])
+def test_a_case_result_only_the_checker_can_give_is_a_forgery(line_to, status):
+    # The submission shares the worker's process and can reach its end of the line: a "pass"
+    # sent from there never went through the checker.
+    line, referee = line_to(FakeJudge())
+    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=10)
+    answer = line.ask("case", key=PLAN[0]["key"], result={"status": status})
+    assert answer == {"ok": False, "stop": True}
+    assert referee.forgeries and "never sends" in referee.forgeries[0]
+    assert PLAN[0]["key"] not in referee.verdicts
+
+
+def test_a_result_for_a_case_not_being_run_is_a_forgery(line_to):
+    line, referee = line_to(FakeJudge())
+    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=10)
+    assert line.ask("case", key=PLAN[1]["key"], result={"status": "ran"})["stop"] is True
+    assert "not the case being run" in referee.forgeries[0]
+    assert referee.verdicts == {}
+
+
+def test_which_case_a_result_is_for_comes_from_the_plan(line_to):
+    line, referee = line_to(FakeJudge())
+    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=10)
+    line.ask("case", key=PLAN[0]["key"], result={"status": "ran", "task": "x", "name": "y",
+                                                 "dtype": "float64", "hidden": True})
+    verdict = referee.verdicts[PLAN[0]["key"]]
+    assert (verdict["task"], verdict["name"], verdict["dtype"], verdict["hidden"]) == ("t", "c0", "float32", False)
+    assert referee.forgeries == []
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("graph", [False, True])
 def test_replay_rebuilds_the_inputs_of_any_timed_call(graph, dtype):

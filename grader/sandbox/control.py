@@ -20,6 +20,9 @@ import threading
 import time
 
 SAMPLED = 3  # timed calls per bench case whose outputs are verified
+# The statuses a worker reports for a case it ran: "ran" (its outputs await the checker), or
+# "fail" / "error" (the live process saw something wrong). "pass" is the checker's word alone.
+WORKER_STATUSES = ("ran", "fail", "error")
 
 
 class ParentGone(Exception):
@@ -199,14 +202,30 @@ class Referee(threading.Thread):
         return {}
 
     def _on_case(self, request, key):
-        if key in self.verdicts or not isinstance(request.get("result"), dict):
+        result = request.get("result")
+        if key in self.verdicts or not isinstance(result, dict):
             self.forgeries.append(f"a second result for {key}")
             return {"ok": False, "stop": True}
+        with self._lock:
+            current = self.current
+        if current is None or (current["key"], current["phase"]) != (key, "case"):
+            self.forgeries.append(f"a result for {key}, which was not the case being run")
+            return {"ok": False, "stop": True}
+        if result.get("status") not in WORKER_STATUSES:
+            # Only the checker says "pass": a message from the worker's end that claims it was
+            # written by the submission, which shares the worker's process.
+            self.forgeries.append(f"a result for {key} that the worker never sends "
+                                  f"(status {str(result.get('status'))[:40]!r})")
+            return {"ok": False, "stop": True}
+        # Which case it is comes from the plan, never from the worker's message.
+        planned = self.plan[key]
+        result = dict(result, task=planned.get("task"), name=planned.get("case"),
+                      dtype=planned.get("dtype"), hidden=bool(planned.get("hidden")))
         failures = len(self.errors)
-        verdict = self._judge("check_case", key, self.plan[key], request["result"])
+        verdict = self._judge("check_case", key, planned, result)
         if verdict is None:
             why = self.errors[failures].splitlines()[0] if len(self.errors) > failures else "no verdict"
-            verdict = dict(request["result"], status="error", outputs=None,
+            verdict = dict(result, status="error", outputs=None,
                            message=f"the outputs of this case could not be checked: {why}")
         verdict.pop("outputs", None)
         self.verdicts[key] = verdict
