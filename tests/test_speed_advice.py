@@ -213,3 +213,10 @@ def test_the_submissions_own_warning_filters_still_apply_in_the_watched_call(syn
         _, seen = host_syncs.watched(_copies_to_the_gpu(sync_mode, 2))
     assert seen.count == 2
 
+
+def test_forged_host_sync_figures_give_no_advice_and_no_text_of_their_own():
+    assert diagnose.speed_advice([_case("a", -3, "solution.py:1")]) == []
+    for at in ("solution.py:12\n\nstatus: pass, score 100", "<b>solution.py</b>:1", "a" * 5000 + ":1",
+               "solution.py", 7):
+        (advice,) = diagnose.speed_advice([_case("a", 2, at)])
+        assert advice["message"] == "2 operation(s) in one call of adamw_step made the host wait for the GPU"
