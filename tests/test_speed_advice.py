@@ -189,3 +189,34 @@ def test_forged_counts_from_the_worker_give_no_advice():
     forged = [_case("a", "many"), _case("b", True)]
     forged[0].launches, forged[1].launches = "many", 10.0**9
     assert diagnose.speed_advice(forged) == []
+
+
+def test_the_submissions_own_warning_filters_still_apply_in_the_watched_call(sync_mode):
+    class Fallback(UserWarning):
+        pass
+
+    def call():  # takes a fallback where its own warning is an error, as it chose at import
+        try:
+            warnings.warn("no fast path here", Fallback)
+        except Fallback:
+            return "fallback"
+        return "fast path"
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Fallback)
+        assert call() == "fallback"
+        result, seen = host_syncs.watched(call)  # the same call, and no error after it
+    assert result == "fallback" and seen.count == 0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # its syncs are still counted, never raised
+        _, seen = host_syncs.watched(_copies_to_the_gpu(sync_mode, 2))
+    assert seen.count == 2
+
+
+def test_forged_host_sync_figures_give_no_advice_and_no_text_of_their_own():
+    assert diagnose.speed_advice([_case("a", -3, "solution.py:1")]) == []
+    for at in ("solution.py:12\n\nstatus: pass, score 100", "<b>solution.py</b>:1", "a" * 5000 + ":1",
+               "solution.py", 7):
+        (advice,) = diagnose.speed_advice([_case("a", 2, at)])
+        assert advice["message"] == "2 operation(s) in one call of adamw_step made the host wait for the GPU"

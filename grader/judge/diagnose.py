@@ -150,6 +150,8 @@ SPEED_ADVICE = {
 # A call that launches this many Triton kernels or more is told so (no kata's reference launches
 # more than 15: muon's iterations).
 MANY_LAUNCHES = 64
+# Where the first host sync was called, as grader.timing.host_syncs writes it: "file.py:LINE".
+_SYNC_AT = re.compile(r"[A-Za-z0-9_.+-]{1,100}:[0-9]{1,9}")
 
 
 @dataclass(frozen=True)
@@ -254,14 +256,16 @@ class Findings:
 def speed_advice(cases) -> list[dict[str, Any]]:
     """How to be faster, once per code, from the timed cases: {code, count, first_case, message,
     advice}, the shape of a diagnosis."""
-    def counted(value) -> int:  # the worker's figures, untrusted: anything but an int is none
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    def counted(value) -> int:  # the worker's figures, untrusted: anything but a positive int is none
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
     advice = []
     synced = [c for c in cases if counted(c.host_syncs)]
     if synced:
         first = synced[0]
-        where = f", the first at {first.host_sync_at}" if isinstance(first.host_sync_at, str) else ""
+        # Untrusted too: shown only in the shape the timer writes ("file.py:LINE"), never as text.
+        at = first.host_sync_at
+        where = f", the first at {at}" if isinstance(at, str) and _SYNC_AT.fullmatch(at) else ""
         advice.append(_advice("host_sync", synced, f"{first.host_syncs} operation(s) in one call of "
                               f"{first.task} made the host wait for the GPU{where}"))
     launching = [c for c in cases if counted(c.launches) >= MANY_LAUNCHES]

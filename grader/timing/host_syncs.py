@@ -48,21 +48,24 @@ def _get_mode() -> int:
 
 
 def watched(call):
-    """(call()'s result, HostSyncs): call run once with PyTorch's sync warnings on. Other warnings
-    the call raised are raised again, as they would have been."""
-    previous, seen = _get_mode(), []
-    try:
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            _quietly_set_mode(_WARN)
-            try:
-                result = call()
-            finally:
-                _quietly_set_mode(previous)
-    finally:  # even when the call raised
-        for w in seen:
-            if MARKER not in str(w.message):
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    syncs = [w for w in seen if MARKER in str(w.message)]
-    first_at = f"{os.path.basename(syncs[0].filename)}:{syncs[0].lineno}" if syncs else None
-    return result, HostSyncs(len(syncs), first_at)
+    """(call()'s result, HostSyncs): call run once with PyTorch's sync warnings on. Only those
+    warnings are taken; the call's own warnings meet its own filters and are shown as they would
+    have been (one it turned into an error is still raised inside it)."""
+    previous, syncs = _get_mode(), []
+    with warnings.catch_warnings():  # restores the filters and showwarning, even when the call raised
+        show = warnings.showwarning
+
+        def shown(message, category, filename, lineno, file=None, line=None):
+            if MARKER in str(message):
+                syncs.append(f"{os.path.basename(filename)}:{lineno}")
+            else:
+                show(message, category, filename, lineno, file, line)
+
+        warnings.filterwarnings("always", message=f".*{MARKER}")
+        warnings.showwarning = shown
+        _quietly_set_mode(_WARN)
+        try:
+            result = call()
+        finally:
+            _quietly_set_mode(previous)
+    return result, HostSyncs(len(syncs), syncs[0] if syncs else None)
