@@ -161,6 +161,19 @@ def test_malformed_requests_are_forgeries(line_to):
     assert len(referee.forgeries) == 2
 
 
+def test_the_environment_is_heard_once_before_anything_else(line_to):
+    env = {"device": "GPU", "versions": {"torch": "2"}, "ceilings": {"copy_gbps": 3000.0}, "ceilings_measured": True}
+    line, referee = line_to(FakeJudge())
+    line.ask("env", **env)
+    assert referee.env == env and referee.forgeries == []
+    line.ask("env", **dict(env, ceilings={"copy_gbps": 1.0}))  # the submission, once imported
+    assert referee.env == env and "environment" in referee.forgeries[0]
+    line, referee = line_to(FakeJudge())
+    _run_cases(line, [PLAN[0]["key"]])
+    line.ask("env", **env)
+    assert referee.env is None and referee.forgeries
+
+
 @pytest.mark.parametrize("status", ["pass", "skipped", None, 1])
 def test_a_case_result_only_the_checker_can_give_is_a_forgery(line_to, status):
     # The submission shares the worker's process and can reach its end of the line: a "pass"

@@ -61,6 +61,8 @@ class WorkerRun:
     timing_skipped: bool = False  # a case failed, so the bench cases were not timed
     timeline: list = field(default_factory=list)  # the referee's (when, op, key)
     given_up: dict[str, int] = field(default_factory=dict)  # tasks stopped after their failures
+    timed: set = field(default_factory=set)  # keys whose kept timed outputs the referee received
+    env: dict | None = None  # the worker's environment as the referee heard it, before the import
 
     @property
     def timed_out(self) -> bool:
@@ -238,7 +240,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         return WorkerRun(events, None if breach else proc.returncode, breach,
                          _read_output(output_path), corrupt, changed, referee.verdicts,
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
-                         referee.timeline, referee.given_up)
+                         referee.timeline, referee.given_up, referee.timed, referee.env)
 
 
 def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
@@ -469,17 +471,75 @@ def _channel_forgeries(events: list[dict]) -> list[str]:
         problems.append("events after the end of the grade")
     for event in events:
         if event["type"] in ("case", "timing", "env", "sandbox"):
-            marker = (event["type"], event.get("key"))
+            marker = (event["type"], repr(event.get("key")))
             if marker in seen:
                 problems.append(f"a second '{event['type']}' event for {event.get('key') or 'the grade'}")
             seen.add(marker)
     return problems
 
 
+# What a worker's timing event holds (grader.sandbox.worker.CaseRunner.time_case) and the types
+# it sends. The figures the parent can work out itself (the floor and the roofline) it does.
+_TIMING_TYPES = {
+    "time_ms": (int, float), "baseline_ms": (int, float), "speedup": (int, float),
+    "timing_method": (str,), "calls_per_sample": (int,), "samples": (int,),
+    "round_speedups": (list,), "host_syncs": (int,), "host_sync_at": (str,),
+    "floor_ms": (int, float), "roofline": (int, float), "nbytes": (int, float), "flops": (int, float),
+}
+# Bytes per element by the kata format's dtype names (grader.kata.format.DTYPES): the parent
+# imports no torch.
+_ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1,
+             "float8_e5m2": 1, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+
+
+def _typed(value, types) -> bool:
+    return value is None or (isinstance(value, types) and not isinstance(value, bool))
+
+
+def _timing_forgeries(events: list[dict], timed: set, keys: set) -> list[str]:
+    """Timing events the worker cannot have written: for a case whose kept timed outputs never
+    reached the referee, or not in the shape the worker writes."""
+    problems = []
+    for event in (e for e in events if e["type"] == "timing"):
+        key, timing = event.get("key"), event.get("timing")
+        if not isinstance(key, str) or key not in keys:
+            problems.append("a timing for a case that is not in the plan")
+        elif key not in timed:
+            problems.append(f"a timing of {key}, whose timed outputs were never handed over")
+        elif not isinstance(timing, dict) or any(
+                k not in _TIMING_TYPES or not _typed(v, _TIMING_TYPES[k]) for k, v in timing.items()) \
+                or not all(_typed(r, (int, float)) and r is not None for r in timing.get("round_speedups") or []):
+            problems.append(f"a timing of {key} in a form the worker never writes")
+    return problems
+
+
+def _parent_floor(case: CaseResult, kata: Kata, planned: PlannedCase, ceilings: dict | None) -> None:
+    """The case's roofline floor and fraction, from the kata's declared cost and the measured
+    ceilings, in place of the worker's."""
+    case.floor_ms = case.roofline = case.nbytes = case.flops = None
+    if not case.timed or not ceilings or planned.dtype not in _ITEMSIZE:
+        return
+    task = next(t for t in kata.tasks if t.name == planned.task)
+    nbytes, flops = task.cost(task.case(planned.case), itemsize=_ITEMSIZE[planned.dtype])
+    floors = []
+    try:
+        if nbytes:
+            floors.append(nbytes / (float(ceilings["copy_gbps"]) * 1e9) * 1e3)
+        if flops:
+            floors.append(flops / (float(ceilings["matmul_tflops"]) * 1e12) * 1e3)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return
+    if floors:
+        case.floor_ms, case.nbytes, case.flops = max(floors), nbytes, flops
+        case.roofline = case.floor_ms / case.time_ms if case.time_ms else None
+
+
 def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[PlannedCase],
               run: WorkerRun, limits: watchdog.Limits) -> GradeResult:
-    env = next((e for e in run.events if e["type"] == "env"), {})
-    if env.get("ceilings_measured") and env.get("ceilings"):
+    # The referee's copy where there is one (always, for a worker that got that far): the events
+    # file is open to the submission once it is imported.
+    env = run.env if run.env is not None else next((e for e in run.events if e["type"] == "env"), {})
+    if run.env is not None and env.get("ceilings_measured") and env.get("ceilings"):
         ceilings_cache.save(ceilings_cache.cache_key(env["device"], env["versions"]), env["ceilings"])
     sandbox_status = next((e for e in run.events if e["type"] == "sandbox"), {})
     load_error = next((e for e in run.events if e["type"] == "load_error"), None)
@@ -492,9 +552,12 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         else:
             fatal = {"message": "Internal grader error (not your fault; please report it):\n"
                                 + fatal["message"], "code": "internal_error"}
-    timing_errors = {e["key"]: e for e in run.events if e["type"] == "timing_error"}
+    timing_errors = {e["key"]: e for e in run.events
+                     if e["type"] == "timing_error" and isinstance(e.get("key"), str)}
     done = any(e["type"] == "done" for e in run.events)
-    timings = {e["key"]: e["timing"] for e in run.events if e["type"] == "timing"}
+    # Only timings of cases the referee saw timed count (the rest are forgeries, named below).
+    timings = {e.get("key"): e["timing"] for e in run.events if e["type"] == "timing"
+               and isinstance(e.get("key"), str) and e["key"] in run.timed and isinstance(e.get("timing"), dict)}
     starts = [e for e in run.events if e["type"] == "start"]
     # The case the worker was on when it stopped without finishing (crash, hang, CUDA fault).
     in_progress = starts[-1] if starts and not done and not load_error else None
@@ -503,7 +566,7 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     message = (load_error or fatal or {}).get("message", "")
     if not message and not done:
         message = _stopped_early_message(run, in_progress, bool(env), limits)
-    forgeries = _channel_forgeries(run.events)
+    forgeries = _channel_forgeries(run.events) + _timing_forgeries(run.events, run.timed, {p.key for p in plan})
     if run.corrupt_lines or forgeries:
         what = f"{run.corrupt_lines} line(s) it did not write" if run.corrupt_lines else forgeries[0]
         grade_cheat = grade_cheat or "fake_result"
@@ -528,6 +591,7 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         for planned in (p for p in plan if p.task == task.name):
             raw = run.verdicts.get(planned.key)
             case = _case_result(planned, raw, timings.get(planned.key))
+            _parent_floor(case, kata, planned, env.get("ceilings"))
             detail = (raw or {}).get("diagnosis") if case.status in (FAIL, ERROR) else None
             failure = timing_errors.get(planned.key) or run.timing_failures.get(planned.key)
             if failure:
@@ -609,7 +673,7 @@ def _stop_code(run: WorkerRun) -> str:
 def _timing_failure(case: CaseResult, failure: dict) -> dict | None:
     """A failure seen while timing (the worker's, or the checker's on sampled timed outputs):
     the case fails with it; returns its diagnosis, if it is not a cheat."""
-    case.message, case.cheat = failure["message"], failure.get("cheat")
+    case.message, case.cheat = str(failure.get("message", "")), failure.get("cheat")
     if failure.get("diagnosis") or case.cheat:
         case.status = FAIL
         return failure.get("diagnosis")
@@ -711,9 +775,8 @@ def _case_result(planned: PlannedCase, raw: dict | None, timing: dict | None) ->
         case.status, case.message = ERROR, "the outputs of this case were never checked"
     if timing and case.status == PASS:
         for key, value in timing.items():
-            if key in _CASE_FIELDS:
+            if key in _CASE_FIELDS and key in _TIMING_TYPES and _typed(value, _TIMING_TYPES[key]):
                 setattr(case, key, value)
-        case.timing_method = timing.get("timing_method")
     return case
 
 

@@ -137,6 +137,11 @@ class Referee(threading.Thread):
         self._chosen: dict[str, dict[int, int]] = {}
         self._asked: dict[str, set[int]] = {}
         self._change_keys: dict[str, list[int]] = {}  # per case, the key sent for each timed call
+        # Cases whose kept timed outputs were handed over (every case the worker times hands
+        # them over, none or some): a timing reported for any other case was not the worker's.
+        self.timed: set[str] = set()
+        # What the worker measured and ran on, told before it imported the submission.
+        self.env: dict | None = None
         self._random = secrets.SystemRandom()
         self._lock = threading.Lock()
         self._turns, self._timing_held, self._in_case = turns, False, False
@@ -175,7 +180,7 @@ class Referee(threading.Thread):
     def answer(self, request: dict) -> dict | None:
         op, key = request.get("op"), request.get("key")
         self.timeline.append((time.monotonic(), op, key))
-        if op != "time" and key not in self.plan:
+        if op not in ("time", "env") and key not in self.plan:
             return None
         handler = getattr(self, f"_on_{op}", None) if isinstance(op, str) else None
         return handler(request, key) if handler else None
@@ -199,6 +204,16 @@ class Referee(threading.Thread):
             self.progress({"type": "start", "key": key, "phase": phase})
             if phase == "case":
                 self.case_started(key)
+        return {}
+
+    def _on_env(self, request, key):
+        fields = {k: request.get(k) for k in ("device", "versions", "ceilings", "ceilings_measured")}
+        if self.env is not None or len(self.timeline) > 1 or not isinstance(fields["device"], str) \
+                or not isinstance(fields["versions"], dict) \
+                or not isinstance(fields["ceilings"], (dict, type(None))):
+            self.forgeries.append("the worker's environment told twice, late or malformed")
+            return {}
+        self.env = fields
         return {}
 
     def _on_case(self, request, key):
@@ -310,6 +325,7 @@ class Referee(threading.Thread):
                 {(s.get("call"), s.get("set")) for s in samples} != expected or len(samples) != len(expected):
             self.forgeries.append(f"the kept timed outputs of {key} are not the ones the grader chose")
             return {}
+        self.timed.add(key)
         failure = self._judge("check_samples", key, self.plan[key], samples, method, n_sets,
                               self._change_keys.get(key))
         if failure:

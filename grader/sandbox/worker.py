@@ -584,8 +584,11 @@ def main(request_path: str) -> int:
     if device == "cuda" and not ceilings and not warm_up:
         # Measured before the submission is imported, so nothing it does can skew them.
         ceilings, measured = measure_ceilings(), True
-    reporter.emit({"type": "env", "device": device_name, "versions": versions,
-                   "ceilings": ceilings, "ceilings_measured": measured})
+    env = {"device": device_name, "versions": versions, "ceilings": ceilings, "ceilings_measured": measured}
+    # Told to the parent on the line before the submission is imported: the events file is open
+    # to the submission later, the line's past is not, and the roofline floor rests on these.
+    line.ask("env", **env)
+    reporter.emit({"type": "env", **env})
 
     kata = load_kata(Path(request["kata_dir"]))
     too_small = shortfall(kata, torch.cuda.get_device_properties(0).total_memory) if device == "cuda" else None

@@ -1,0 +1,91 @@
+"""What the parent believes of the worker's reports (grader.grading.runner): the submission shares
+the worker's process and can write what the worker writes, so a timing counts only for a case
+whose kept timed outputs reached the referee, only in the form the worker writes it, and the
+figures the parent can work out itself (the roofline floor) it works out itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.grading.plan import build_plan
+from grader.grading.runner import WorkerRun, _assemble
+from grader.kata.catalog import get_kata
+from grader.sandbox import watchdog
+
+KATA = get_kata("vector_add")
+PLAN = build_plan(KATA, "gpu")
+BENCH = next(p for p in PLAN if p.bench and not p.skip_reason and p.dtype == "float32")
+CEILINGS = {"copy_gbps": 3000.0, "matmul_tflops": 700.0}
+LIMITS = watchdog.Limits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
+
+
+def _passing(planned) -> dict:
+    return {"task": planned.task, "name": planned.case, "dtype": planned.dtype, "shape": [1000],
+            "hidden": planned.hidden, "status": "pass", "message": "", "cheat": None,
+            "max_abs_err": 0.0, "max_rel_err": 0.0, "mismatched": 0, "total": 1000, "mismatches": []}
+
+
+def _timing(**changes) -> dict:
+    timing = {"time_ms": 1.0, "baseline_ms": 1.2, "speedup": 1.2, "timing_method": "events",
+              "calls_per_sample": 1, "samples": 10, "round_speedups": [1.2] * 5, "host_syncs": 0,
+              "host_sync_at": None, "floor_ms": 0.9, "roofline": 0.9, "nbytes": 1e9, "flops": None}
+    timing.update(changes)
+    return timing
+
+
+def _grade(timing_events: list[dict], timed: set):
+    verdicts = {p.key: _passing(p) for p in PLAN if not p.skip_reason}
+    events = [{"type": "env", "device": "test", "versions": {}, "ceilings": CEILINGS},
+              *timing_events, {"type": "done"}]
+    run = WorkerRun(events, 0, None, "", 0, [], verdicts, {}, timed=timed)
+    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    case = next(c for t in result.tasks for c in t.cases if (c.name, c.dtype) == (BENCH.case, BENCH.dtype))
+    return result, case
+
+
+def test_a_timing_of_a_case_the_referee_saw_timed_counts_and_its_floor_is_the_parents():
+    result, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing(floor_ms=1e-9, roofline=99.0)}],
+                          {BENCH.key})
+    assert result.cheats == [] and case.time_ms == 1.0 and case.speedup == 1.2
+    nbytes, _ = next(t for t in KATA.tasks if t.name == BENCH.task).cost(
+        next(c for c in KATA.tasks[0].cases if c.name == BENCH.case), itemsize=4)
+    assert case.nbytes == nbytes and case.floor_ms == pytest.approx(nbytes / 3e12 * 1e3)
+    assert case.roofline == pytest.approx(case.floor_ms / 1.0)
+
+
+def test_a_timing_of_a_case_whose_timed_outputs_never_reached_the_referee_is_forged():
+    result, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing(time_ms=0.5, speedup=2.4)}],
+                          set())
+    assert [c["reason"] for c in result.cheats] == ["fake_result"]
+    assert "never handed over" in result.cheats[0]["message"]
+    assert not case.timed
+
+
+@pytest.mark.parametrize("event", [
+    {"type": "timing", "key": BENCH.key, "timing": [1.0, 1.2]},
+    {"type": "timing", "key": BENCH.key, "timing": _timing(time_ms="0.5")},
+    {"type": "timing", "key": BENCH.key, "timing": _timing(speedup=True)},
+    {"type": "timing", "key": BENCH.key, "timing": _timing(round_speedups=["fast"])},
+    {"type": "timing", "key": BENCH.key, "timing": _timing(status="pass")},
+    {"type": "timing", "timing": _timing()},
+    {"type": "timing", "key": ["not", "a", "key"], "timing": _timing()},
+], ids=["not_a_dict", "str_time", "bool_speedup", "str_rounds", "unknown_field", "no_key", "list_key"])
+def test_a_timing_in_a_form_the_worker_never_writes_voids_the_grade_without_a_crash(event):
+    result, case = _grade([event], {BENCH.key})
+    assert [c["reason"] for c in result.cheats] == ["fake_result"]
+
+
+def test_the_floor_rests_on_the_environment_the_referee_heard_before_the_import():
+    # The events file is open to the submission: a copy_gbps rewritten there moves nothing.
+    verdicts = {p.key: _passing(p) for p in PLAN if not p.skip_reason}
+    forged_env = {"type": "env", "device": "test", "versions": {}, "ceilings": {"copy_gbps": 1e-3, "matmul_tflops": 1e-3}}
+    events = [forged_env, {"type": "timing", "key": BENCH.key, "timing": _timing()}, {"type": "done"}]
+    heard = {"device": "test", "versions": {}, "ceilings": CEILINGS, "ceilings_measured": False}
+    run = WorkerRun(events, 0, None, "", 0, [], verdicts, {}, timed={BENCH.key}, env=heard)
+    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    case = next(c for t in result.tasks for c in t.cases if (c.name, c.dtype) == (BENCH.case, BENCH.dtype))
+    assert result.cheats == [] and case.status == "pass"
+    assert case.floor_ms == pytest.approx(case.nbytes / 3e12 * 1e3)
+    assert result.environment["ceilings"] == CEILINGS
