@@ -305,3 +305,44 @@ def test_a_result_patched_from_the_last_call_costs_the_work_itself():
     result = timing.time_pair(cheat, lambda a, b: a @ b, _gemm_inputs, seed=3, use_graph=False)
     assert cheat.patched == 0
     assert result.speedup < 1.05, result
+
+
+def test_forged_timings_written_from_inside_the_worker(tmp_path):
+    # Correct, then, once timed, it writes a fast timing for every bench case into the events
+    # file itself, reports the grade done and exits: no kept timed outputs reached the parent.
+    body = '''
+import os
+import sys
+
+
+def _forge():
+    frame = sys._getframe()
+    while frame is not None and not {"reporter", "plan", "line"} <= frame.f_locals.keys():
+        frame = frame.f_back
+    if frame is None or not any(f.f_code.co_name == "time_case" for f in _frames()):
+        return
+    for planned in frame.f_locals["plan"]:
+        if planned["bench"]:
+            frame.f_locals["reporter"].emit({"type": "timing", "key": planned["key"], "timing": {
+                "time_ms": 0.5, "baseline_ms": 1.0, "speedup": 2.0, "timing_method": "events",
+                "round_speedups": [2.0] * 5}})
+    frame.f_locals["reporter"].emit({"type": "done"})
+    os._exit(0)
+
+
+def _frames():
+    frame = sys._getframe()
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def vector_add(x, y):
+    _forge()
+    out = torch.empty_like(x)
+    launch(x, y, out)
+    return out
+'''
+    result = _grade(tmp_path, body)
+    assert result.status != "pass" and result.cheat == "fake_result", result.cheats
+    assert "never handed over" in result.message
