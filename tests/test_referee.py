@@ -174,6 +174,19 @@ def test_the_environment_is_heard_once_before_anything_else(line_to):
     assert referee.env is None and referee.forgeries
 
 
+def test_the_lockdown_is_heard_once_right_after_the_environment(line_to):
+    env = {"device": "GPU", "versions": {}, "ceilings": None, "ceilings_measured": False}
+    line, referee = line_to(FakeJudge())
+    line.ask("env", **env)
+    line.ask("sandbox", status={"filesystem_restricted": False})
+    assert referee.sandbox == {"filesystem_restricted": False} and referee.forgeries == []
+    line.ask("sandbox", status={"filesystem_restricted": True})
+    assert referee.sandbox == {"filesystem_restricted": False} and "lockdown" in referee.forgeries[0]
+    line, referee = line_to(FakeJudge())
+    line.ask("sandbox", status={"filesystem_restricted": True})  # before the environment
+    assert referee.sandbox is None and referee.forgeries
+
+
 @pytest.mark.parametrize("status", ["pass", "skipped", None, 1])
 def test_a_case_result_only_the_checker_can_give_is_a_forgery(line_to, status):
     # The submission shares the worker's process and can reach its end of the line: a "pass"

@@ -89,3 +89,14 @@ def test_the_floor_rests_on_the_environment_the_referee_heard_before_the_import(
     assert result.cheats == [] and case.status == "pass"
     assert case.floor_ms == pytest.approx(case.nbytes / 3e12 * 1e3)
     assert result.environment["ceilings"] == CEILINGS
+
+
+def test_whether_writes_were_confined_is_what_the_referee_heard_before_the_import():
+    # Without Landlock a write to the results store is the submission's; an events file
+    # rewritten to claim Landlock does not excuse it.
+    verdicts = {p.key: _passing(p) for p in PLAN if not p.skip_reason}
+    events = [{"type": "sandbox", "filesystem_restricted": True}, {"type": "done"}]
+    run = WorkerRun(events, 0, None, "", 0, ["results.sqlite"], verdicts, {},
+                    sandbox={"filesystem_restricted": False})
+    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    assert result.cheat == "protected_path_written"

@@ -63,6 +63,7 @@ class WorkerRun:
     given_up: dict[str, int] = field(default_factory=dict)  # tasks stopped after their failures
     timed: set = field(default_factory=set)  # keys whose kept timed outputs the referee received
     env: dict | None = None  # the worker's environment as the referee heard it, before the import
+    sandbox: dict | None = None  # and its lockdown, likewise
 
     @property
     def timed_out(self) -> bool:
@@ -240,7 +241,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         return WorkerRun(events, None if breach else proc.returncode, breach,
                          _read_output(output_path), corrupt, changed, referee.verdicts,
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
-                         referee.timeline, referee.given_up, referee.timed, referee.env)
+                         referee.timeline, referee.given_up, referee.timed, referee.env,
+                         referee.sandbox)
 
 
 def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
@@ -541,7 +543,8 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     env = run.env if run.env is not None else next((e for e in run.events if e["type"] == "env"), {})
     if run.env is not None and env.get("ceilings_measured") and env.get("ceilings"):
         ceilings_cache.save(ceilings_cache.cache_key(env["device"], env["versions"]), env["ceilings"])
-    sandbox_status = next((e for e in run.events if e["type"] == "sandbox"), {})
+    sandbox_status = run.sandbox if run.sandbox is not None else \
+        next((e for e in run.events if e["type"] == "sandbox"), {})
     load_error = next((e for e in run.events if e["type"] == "load_error"), None)
     fatal = next((e for e in run.events if e["type"] in ("fatal", "internal_error")), None)
     if fatal and fatal["type"] == "internal_error":

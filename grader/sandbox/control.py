@@ -142,6 +142,7 @@ class Referee(threading.Thread):
         self.timed: set[str] = set()
         # What the worker measured and ran on, told before it imported the submission.
         self.env: dict | None = None
+        self.sandbox: dict | None = None  # and how it was locked down (grader.sandbox.lockdown)
         self._random = secrets.SystemRandom()
         self._lock = threading.Lock()
         self._turns, self._timing_held, self._in_case = turns, False, False
@@ -180,7 +181,7 @@ class Referee(threading.Thread):
     def answer(self, request: dict) -> dict | None:
         op, key = request.get("op"), request.get("key")
         self.timeline.append((time.monotonic(), op, key))
-        if op not in ("time", "env") and key not in self.plan:
+        if op not in ("time", "env", "sandbox") and key not in self.plan:
             return None
         handler = getattr(self, f"_on_{op}", None) if isinstance(op, str) else None
         return handler(request, key) if handler else None
@@ -214,6 +215,16 @@ class Referee(threading.Thread):
             self.forgeries.append("the worker's environment told twice, late or malformed")
             return {}
         self.env = fields
+        return {}
+
+    def _on_sandbox(self, request, key):
+        status = request.get("status")
+        # Second on the line, right after the environment.
+        if self.sandbox is not None or self.env is None or len(self.timeline) != 2 \
+                or not isinstance(status, dict) or not isinstance(status.get("filesystem_restricted"), bool):
+            self.forgeries.append("the worker's lockdown told twice, late or malformed")
+            return {}
+        self.sandbox = status
         return {}
 
     def _on_case(self, request, key):

@@ -598,7 +598,9 @@ def main(request_path: str) -> int:
     from triton.runtime.autotuner import Autotuner
     memory_budget.exclude_from_meter(Autotuner, "_bench")  # autotuning is Triton's, not the design
     snapshot = integrity.Snapshot()
-    reporter.emit({"type": "sandbox", **_lock_down(request, device)})
+    sandbox = _lock_down(request, device)
+    line.ask("sandbox", status=sandbox)  # before the import, like the environment
+    reporter.emit({"type": "sandbox", **sandbox})
     try:
         module = load_submission(submission)
         entries = {t.name: check_entry(module, t, submission) for t in kata.tasks}
