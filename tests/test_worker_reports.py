@@ -100,3 +100,12 @@ def test_whether_writes_were_confined_is_what_the_referee_heard_before_the_impor
                     sandbox={"filesystem_restricted": False})
     result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     assert result.cheat == "protected_path_written"
+
+
+@pytest.mark.parametrize("written", [[], ["results.sqlite"]], ids=["honest", "cheat"])
+def test_advice_on_speed_is_for_grades_not_named_a_cheat(written):
+    verdicts = {p.key: dict(_passing(p), launches=100) for p in PLAN if not p.skip_reason}
+    run = WorkerRun([{"type": "done"}], 0, None, "", 0, written, verdicts, {},
+                    sandbox={"filesystem_restricted": False})
+    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    assert [a["code"] for a in result.advice] == ([] if written else ["many_launches"])

@@ -653,7 +653,8 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         environment=dict(env.get("versions", {}), grader=__version__, ceilings=env.get("ceilings")),
         seed=seed, speed_measured=speed_measured,
         cheat=cheats[0]["reason"] if cheats else None, cheats=cheats, diagnoses=findings.diagnoses,
-        advice=diagnose.speed_advice([c for t in tasks for c in t.cases]),
+        # Advice on speed is for honest work: a grade named a cheat gets none.
+        advice=[] if cheats else diagnose.speed_advice([c for t in tasks for c in t.cases]),
         sandbox=dict({k: v for k, v in sandbox_status.items() if k != "type"}, limits=limits.describe()),
     )
 
