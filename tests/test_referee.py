@@ -217,6 +217,48 @@ def test_which_case_a_result_is_for_comes_from_the_plan(line_to):
     assert referee.forgeries == []
 
 
+@pytest.mark.parametrize("field", [{"message": None}, {"message": 5}, {"cheat": ["a"]},
+                                   {"diagnosis": 5}, {"mismatches": 5}, {"launches": "many"}],
+                         ids=["no_message", "int_message", "list_cheat", "diagnosis", "mismatches", "str_launches"])
+def test_a_failing_result_in_a_form_the_worker_never_sends_is_a_forgery(line_to, field):
+    # A failing result goes to the verdict as it came (the checker has nothing to check): one the
+    # worker's code cannot have written names fake_result instead of crashing the grade.
+    line, referee = line_to(FakeJudge())
+    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=10)
+    answer = line.ask("case", key=PLAN[0]["key"], result=dict({"status": "fail", "message": "m", "cheat": None}, **field))
+    assert answer == {"ok": False, "stop": True} and "never sends" in referee.forgeries[0]
+    assert PLAN[0]["key"] not in referee.verdicts
+
+
+def test_the_worker_s_own_failing_result_is_no_forgery(line_to):
+    line, referee = line_to(FakeJudge(failing={PLAN[0]["key"]}))
+    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=10)
+    line.ask("case", key=PLAN[0]["key"], result={
+        "task": "t", "name": "c0", "dtype": "float32", "shape": [4, 4], "hidden": False,
+        "status": "error", "message": "t raised an exception", "cheat": None, "launches": 2})
+    assert referee.forgeries == [] and referee.verdicts[PLAN[0]["key"]]["status"] == "fail"
+
+
+@pytest.mark.parametrize("request_", [
+    {"op": "start", "key": ["a"], "phase": "case", "limit_s": 1},
+    {"op": "case", "key": {"a": 1}, "result": {"status": "ran"}},
+    {"op": ["time"]},
+    {"op": "samples", "key": PLAN[0]["key"], "samples": [], "method": "events", "sets": "3"},
+    {"op": "samples", "key": PLAN[0]["key"], "samples": [{"call": [0], "set": 0}], "method": "events", "sets": 3},
+], ids=["list_key", "dict_key", "list_op", "str_sets", "list_call"])
+def test_junk_on_the_line_is_a_forgery_and_the_referee_goes_on_answering(line_to, request_):
+    line, referee = line_to(FakeJudge())
+    line._sock.settimeout(10)  # a referee that died would leave the worker waiting for ever
+    if request_.get("op") == "samples":
+        sampler = ParentSampler(line, PLAN[0]["key"])
+        sampler.begin(5, 3)
+        for call in range(5):
+            sampler.keep(call)
+    line.ask(**request_)
+    assert referee.forgeries and referee.is_alive()
+    assert line.ask("time") == {"time": True}  # still answered
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("graph", [False, True])
 def test_replay_rebuilds_the_inputs_of_any_timed_call(graph, dtype):

@@ -23,6 +23,11 @@ SAMPLED = 3  # timed calls per bench case whose outputs are verified
 # The statuses a worker reports for a case it ran: "ran" (its outputs await the checker), or
 # "fail" / "error" (the live process saw something wrong). "pass" is the checker's word alone.
 WORKER_STATUSES = ("ran", "fail", "error")
+# The fields of the case result the worker sends (grader.sandbox.worker.CaseRunner.run_case) and
+# their types: a failing result goes to the verdict as sent, so one in another form is forged.
+RESULT_TYPES = {"task": (str,), "name": (str,), "dtype": (str,), "shape": (list, type(None)),
+                "hidden": (bool,), "status": (str,), "message": (str,), "cheat": (str, type(None)),
+                "launches": (int,), "outputs": (dict,)}
 
 
 class ParentGone(Exception):
@@ -159,7 +164,7 @@ class Referee(threading.Thread):
                 try:
                     request = json.loads(line)
                     answer = self.answer(request) if isinstance(request, dict) else None
-                except ValueError:
+                except (ValueError, TypeError):  # junk where a key or a number belongs
                     answer = None
                 if answer is None:
                     self.forgeries.append("a malformed request on the grader's line")
@@ -237,9 +242,12 @@ class Referee(threading.Thread):
         if current is None or (current["key"], current["phase"]) != (key, "case"):
             self.forgeries.append(f"a result for {key}, which was not the case being run")
             return {"ok": False, "stop": True}
-        if result.get("status") not in WORKER_STATUSES:
-            # Only the checker says "pass": a message from the worker's end that claims it was
-            # written by the submission, which shares the worker's process.
+        if result.get("status") not in WORKER_STATUSES or any(
+                k not in RESULT_TYPES or not isinstance(v, RESULT_TYPES[k]) or (isinstance(v, bool) and k != "hidden")
+                for k, v in result.items()):
+            # Only the checker says "pass", and the worker sends its result in one form: a message
+            # from the worker's end that does not was written by the submission, which shares the
+            # worker's process.
             self.forgeries.append(f"a result for {key} that the worker never sends "
                                   f"(status {str(result.get('status'))[:40]!r})")
             return {"ok": False, "stop": True}
