@@ -109,3 +109,38 @@ def test_advice_on_speed_is_for_grades_not_named_a_cheat(written):
                     sandbox={"filesystem_restricted": False})
     result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     assert [a["code"] for a in result.advice] == ([] if written else ["many_launches"])
+
+
+@pytest.mark.parametrize("event", [
+    {"type": "internal_error"},
+    {"type": "internal_error", "message": 5},
+    {"type": "fatal", "message": ["a"]},
+    {"type": "fatal", "message": "m", "cheat": ["a"]},
+    {"type": "fatal", "message": "m", "code": {"a": 1}},
+    {"type": "load_error", "kind": "syntax", "message": None},
+    {"type": "start"},
+    {"type": "start", "key": BENCH.key, "phase": ["timing"]},
+    {"type": "timing_error", "key": BENCH.key, "message": "m", "diagnosis": 5},
+    {"type": "timing_error", "key": BENCH.key, "message": "m", "cheat": {"a": 1}},
+    {"type": "timing_error", "key": BENCH.key, "message": None},
+], ids=["no_message", "int_message", "list_message", "list_cheat", "code", "load_error_none",
+        "start_no_key", "list_phase", "diagnosis", "dict_cheat", "timing_error_none"])
+def test_an_event_in_a_form_the_worker_never_writes_voids_the_grade_without_a_crash(event):
+    result, _ = _grade([event], {BENCH.key})
+    assert [c["reason"] for c in result.cheats] == ["fake_result"]
+    assert "never writes" in result.cheats[0]["message"]
+
+
+def test_the_worker_s_own_events_are_no_forgery():
+    # A slow-first-calls failure while timing one case, a timing of another, then a CUDA fault.
+    other = next(p for p in PLAN if p.bench and not p.skip_reason and p.key != BENCH.key)
+    verdicts = {p.key: _passing(p) for p in PLAN if not p.skip_reason}
+    events = [{"type": "env", "device": "test", "versions": {}, "ceilings": CEILINGS},
+              {"type": "start", "key": other.key}, {"type": "start", "key": BENCH.key, "phase": "timing"},
+              {"type": "timing_error", "key": BENCH.key, "message": "slow", "cheat": None},
+              {"type": "start", "key": other.key, "phase": "timing"},
+              {"type": "timing_error", "key": other.key, "message": "failed while being timed:\nboom"},
+              {"type": "fatal", "message": "CUDA fault (the GPU context is lost)"}]
+    run = WorkerRun(events, 0, None, "", 0, [], verdicts, {}, timed={BENCH.key})
+    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    assert result.cheats == [] and "CUDA fault" in result.message

@@ -515,6 +515,27 @@ def _timing_forgeries(events: list[dict], timed: set, keys: set) -> list[str]:
     return problems
 
 
+# The other events the parent reads (grader.sandbox.worker.main): the field each has, and the
+# types of the fields the worker writes.
+_EVENT_TYPES = {
+    "start": ("key", {"key": (str,), "phase": (str,)}),
+    "load_error": ("message", {"kind": (str,), "message": (str,)}),
+    "fatal": ("message", {"message": (str,), "cheat": (str,)}),
+    "internal_error": ("message", {"message": (str,)}),
+    "timing_error": ("key", {"key": (str,), "message": (str,), "cheat": (str, type(None))}),
+}
+
+
+def _malformed(event: dict) -> bool:
+    """An event of a kind the parent reads, not in the form the worker writes it."""
+    kind = event["type"] if isinstance(event["type"], str) else None
+    if kind not in _EVENT_TYPES:
+        return False
+    needed, types = _EVENT_TYPES[kind]
+    return not isinstance(event.get(needed), str) or any(
+        k != "type" and (k not in types or not isinstance(v, types[k])) for k, v in event.items())
+
+
 def _parent_floor(case: CaseResult, kata: Kata, planned: PlannedCase, ceilings: dict | None) -> None:
     """The case's roofline floor and fraction, from the kata's declared cost and the measured
     ceilings, in place of the worker's."""
@@ -538,15 +559,18 @@ def _parent_floor(case: CaseResult, kata: Kata, planned: PlannedCase, ceilings: 
 
 def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[PlannedCase],
               run: WorkerRun, limits: watchdog.Limits) -> GradeResult:
+    # Events the worker never writes in that form are forgeries (named below), never read.
+    malformed = [e for e in run.events if _malformed(e)]
+    events = [e for e in run.events if not _malformed(e)]
     # The referee's copy where there is one (always, for a worker that got that far): the events
     # file is open to the submission once it is imported.
-    env = run.env if run.env is not None else next((e for e in run.events if e["type"] == "env"), {})
+    env = run.env if run.env is not None else next((e for e in events if e["type"] == "env"), {})
     if run.env is not None and env.get("ceilings_measured") and env.get("ceilings"):
         ceilings_cache.save(ceilings_cache.cache_key(env["device"], env["versions"]), env["ceilings"])
     sandbox_status = run.sandbox if run.sandbox is not None else \
-        next((e for e in run.events if e["type"] == "sandbox"), {})
-    load_error = next((e for e in run.events if e["type"] == "load_error"), None)
-    fatal = next((e for e in run.events if e["type"] in ("fatal", "internal_error")), None)
+        next((e for e in events if e["type"] == "sandbox"), {})
+    load_error = next((e for e in events if e["type"] == "load_error"), None)
+    fatal = next((e for e in events if e["type"] in ("fatal", "internal_error")), None)
     if fatal and fatal["type"] == "internal_error":
         if GPU_MEMORY_EXHAUSTED.search(fatal["message"]):
             # The error's first line names it; the checker's traceback would only be noise here.
@@ -555,13 +579,13 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         else:
             fatal = {"message": "Internal grader error (not your fault; please report it):\n"
                                 + fatal["message"], "code": "internal_error"}
-    timing_errors = {e["key"]: e for e in run.events
+    timing_errors = {e["key"]: e for e in events
                      if e["type"] == "timing_error" and isinstance(e.get("key"), str)}
-    done = any(e["type"] == "done" for e in run.events)
+    done = any(e["type"] == "done" for e in events)
     # Only timings of cases the referee saw timed count (the rest are forgeries, named below).
-    timings = {e.get("key"): e["timing"] for e in run.events if e["type"] == "timing"
+    timings = {e.get("key"): e["timing"] for e in events if e["type"] == "timing"
                and isinstance(e.get("key"), str) and e["key"] in run.timed and isinstance(e.get("timing"), dict)}
-    starts = [e for e in run.events if e["type"] == "start"]
+    starts = [e for e in events if e["type"] == "start"]
     # The case the worker was on when it stopped without finishing (crash, hang, CUDA fault).
     in_progress = starts[-1] if starts and not done and not load_error else None
 
@@ -569,7 +593,8 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     message = (load_error or fatal or {}).get("message", "")
     if not message and not done:
         message = _stopped_early_message(run, in_progress, bool(env), limits)
-    forgeries = _channel_forgeries(run.events) + _timing_forgeries(run.events, run.timed, {p.key for p in plan})
+    forgeries = [f"a '{e['type']}' event in a form the worker never writes" for e in malformed] \
+        + _channel_forgeries(events) + _timing_forgeries(events, run.timed, {p.key for p in plan})
     if run.corrupt_lines or forgeries:
         what = f"{run.corrupt_lines} line(s) it did not write" if run.corrupt_lines else forgeries[0]
         grade_cheat = grade_cheat or "fake_result"
