@@ -185,6 +185,13 @@ def test_a_launch_per_chunk_passes_with_advice_naming_the_most_launches(tmp_path
     assert {c.name: c.launches for c in result.cases if c.dtype == "float32"}["pow2_plus_1"] == 2
 
 
+@pytest.mark.parametrize("launches, advised", [(diagnose.MANY_LAUNCHES - 1, False), (diagnose.MANY_LAUNCHES, True)])
+def test_many_launches_starts_at_its_threshold(launches, advised):
+    case = _case("a", 0)
+    case.launches = launches
+    assert [a["code"] for a in diagnose.speed_advice([case])] == (["many_launches"] if advised else [])
+
+
 def test_forged_counts_from_the_worker_give_no_advice():
     forged = [_case("a", "many"), _case("b", True)]
     forged[0].launches, forged[1].launches = "many", 10.0**9
