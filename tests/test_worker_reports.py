@@ -144,3 +144,17 @@ def test_the_worker_s_own_events_are_no_forgery():
     run = WorkerRun(events, 0, None, "", 0, [], verdicts, {}, timed={BENCH.key})
     result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     assert result.cheats == [] and "CUDA fault" in result.message
+
+
+@pytest.mark.parametrize("tail, killed, corrupt", [
+    ('{"type": "case", "key": "vector_add/sm', True, 0),   # torn by the kill: no forgery
+    ('{"type": "case", "key": "vector_add/sm', False, 1),  # the worker was not killed
+    ('not an event\n', True, 1),                            # a whole line it never writes
+])
+def test_a_line_torn_by_killing_the_worker_is_no_forgery(tmp_path, tail, killed, corrupt):
+    from grader.grading.runner import _read_events
+
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"type": "start", "key": "vector_add/small/float32"}\n' + tail)
+    events, found = _read_events(path, killed)
+    assert [e["type"] for e in events] == ["start"] and found == corrupt

@@ -225,7 +225,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                     referee.join(timeout=60)
                     referee.release()
             changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
-            events, corrupt = _read_events(results_path)
+            killed = breach is not None or proc.returncode is None or proc.returncode < 0
+            events, corrupt = _read_events(results_path, killed)
         finally:
             ours.close()
             judge.close()
@@ -423,20 +424,26 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _read_events(path: Path) -> tuple[list[dict], int]:
+def _read_events(path: Path, killed: bool = False) -> tuple[list[dict], int]:
+    """The events file's events, and how many lines in it the worker did not write. The worker
+    writes each event as one line ending in a newline; a worker killed in the middle of writing
+    one (a limit, a signal) leaves its start without the newline, which is no forgery."""
     events, corrupt = [], 0
     try:
-        lines = path.read_text(errors="replace").splitlines()
+        text = path.read_text(errors="replace")
     except OSError:
         return [], 0
-    for line in lines:
+    lines = text.splitlines()
+    torn = killed and bool(text) and not text.endswith("\n")
+    for i, line in enumerate(lines):
         try:
             event = json.loads(line)
             if not isinstance(event, dict) or "type" not in event:
                 raise ValueError
             events.append(event)
         except ValueError:
-            corrupt += 1
+            if not (torn and i == len(lines) - 1):
+                corrupt += 1
     return events, corrupt
 
 
