@@ -125,6 +125,45 @@ def test_timed_calls_to_verify_are_chosen_by_the_parent_and_revealed_only_after_
     assert not chosen_again or SAMPLED >= 200
 
 
+def _timed_case(line, key, hand_over=True):
+    line.ask("start", key=key, phase="timing", limit_s=10)
+    if hand_over:  # an in-place task's worker hands over no chosen calls, but still asks
+        line.ask("samples", key=key, samples=[], method="events", sets=2)
+
+
+def test_a_timed_case_s_outcome_is_kept_once_as_the_worker_told_it(line_to):
+    line, referee = line_to(FakeJudge())
+    _timed_case(line, PLAN[0]["key"])
+    line.ask("timed", key=PLAN[0]["key"], timing={"time_ms": 1.0, "speedup": 1.5})
+    line.ask("start", key=PLAN[1]["key"], phase="timing", limit_s=10)
+    line.ask("timed", key=PLAN[1]["key"], error={"message": "too slow at first", "cheat": "slow_first_calls"})
+    assert referee.timing_reports == {
+        PLAN[0]["key"]: {"timing": {"time_ms": 1.0, "speedup": 1.5}},
+        PLAN[1]["key"]: {"error": {"message": "too slow at first", "cheat": "slow_first_calls"}}}
+    assert referee.forgeries == [] and referee.current is None
+    # The submission, later, with a better figure for the first case: too late, and named.
+    line.ask("timed", key=PLAN[0]["key"], timing={"time_ms": 0.3, "speedup": 5.0})
+    assert referee.timing_reports[PLAN[0]["key"]]["timing"]["speedup"] == 1.5
+    assert "told twice" in referee.forgeries[0]
+
+
+@pytest.mark.parametrize("report", [
+    {"timing": {"time_ms": 1.0}, "hand_over": False},  # no kept timed outputs came
+    {"timing": {"time_ms": 1.0}, "start": False},      # a case that was never timed
+    {"error": {"message": 5}},
+    {"timing": [1.0]},
+    {"timing": {"time_ms": 1.0}, "error": {"message": "m"}},
+], ids=["before_samples", "never_started", "int_message", "list_timing", "both"])
+def test_a_timed_case_s_outcome_out_of_turn_or_malformed_is_a_forgery(line_to, report):
+    report = dict(report)
+    hand_over, start = report.pop("hand_over", True), report.pop("start", True)
+    line, referee = line_to(FakeJudge())
+    if start:
+        _timed_case(line, PLAN[0]["key"], hand_over)
+    line.ask("timed", key=PLAN[0]["key"], **report)
+    assert referee.timing_reports == {} and referee.forgeries
+
+
 def test_asking_ahead_or_twice_is_caught(line_to):
     line, referee = line_to(FakeJudge())
     key = PLAN[0]["key"]

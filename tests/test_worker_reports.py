@@ -158,3 +158,39 @@ def test_a_line_torn_by_killing_the_worker_is_no_forgery(tmp_path, tail, killed,
     path.write_text('{"type": "start", "key": "vector_add/small/float32"}\n' + tail)
     events, found = _read_events(path, killed)
     assert [e["type"] for e in events] == ["start"] and found == corrupt
+
+
+def test_timings_are_the_referee_s_copy_not_the_events_file_s():
+    # The submission can rewrite an earlier case's timing in the events file, or drop the
+    # timing error it got there; the parent reads what the worker told it on the line.
+    verdicts = {p.key: _passing(p) for p in PLAN if not p.skip_reason}
+    other = next(p for p in PLAN if p.bench and not p.skip_reason and p.key != BENCH.key)
+    rewritten = {"type": "timing", "key": BENCH.key, "timing": _timing(time_ms=0.2, speedup=6.0)}
+    run = WorkerRun([rewritten, {"type": "done"}], 0, None, "", 0, [], verdicts, {},
+                    timed={BENCH.key, other.key}, env={"device": "test", "versions": {}, "ceilings": CEILINGS},
+                    timing_reports={BENCH.key: {"timing": _timing()},
+                                    other.key: {"error": {"message": "first timed calls 40x slower",
+                                                          "cheat": "slow_first_calls"}}})
+    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    cases = {(c.name, c.dtype): c for t in result.tasks for c in t.cases}
+    assert cases[BENCH.case, BENCH.dtype].speedup == 1.2 and cases[BENCH.case, BENCH.dtype].time_ms == 1.0
+    assert cases[other.case, other.dtype].cheat == "slow_first_calls"
+    # The rewrite itself is evidence: the worker writes the file what it told the line.
+    assert {c["reason"] for c in result.cheats} == {"fake_result", "slow_first_calls"}
+    assert "other than the one the worker told" in result.message
+
+
+def test_the_worker_s_own_events_file_timing_matches_what_it_told():
+    verdicts = {p.key: _passing(p) for p in PLAN if not p.skip_reason}
+    run = WorkerRun([{"type": "timing", "key": BENCH.key, "timing": _timing()}, {"type": "done"}], 0, None,
+                    "", 0, [], verdicts, {}, timed={BENCH.key}, timing_reports={BENCH.key: {"timing": _timing()}})
+    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    assert result.cheats == [] and result.status == "pass"
+
+
+def test_a_timing_told_on_the_line_in_another_form_is_a_forgery():
+    verdicts = {p.key: _passing(p) for p in PLAN if not p.skip_reason}
+    run = WorkerRun([{"type": "done"}], 0, None, "", 0, [], verdicts, {}, timed={BENCH.key},
+                    timing_reports={BENCH.key: {"timing": _timing(speedup="6")}})
+    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    assert result.cheat == "fake_result"

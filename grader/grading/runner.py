@@ -64,6 +64,7 @@ class WorkerRun:
     timed: set = field(default_factory=set)  # keys whose kept timed outputs the referee received
     env: dict | None = None  # the worker's environment as the referee heard it, before the import
     sandbox: dict | None = None  # and its lockdown, likewise
+    timing_reports: dict | None = None  # key -> {"timing": ...} or {"error": ...}, as the referee heard them
 
     @property
     def timed_out(self) -> bool:
@@ -243,7 +244,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          _read_output(output_path), corrupt, changed, referee.verdicts,
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
                          referee.timeline, referee.given_up, referee.timed, referee.env,
-                         referee.sandbox)
+                         referee.sandbox, referee.timing_reports)
 
 
 def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
@@ -515,11 +516,21 @@ def _timing_forgeries(events: list[dict], timed: set, keys: set) -> list[str]:
             problems.append("a timing for a case that is not in the plan")
         elif key not in timed:
             problems.append(f"a timing of {key}, whose timed outputs were never handed over")
-        elif not isinstance(timing, dict) or any(
-                k not in _TIMING_TYPES or not _typed(v, _TIMING_TYPES[k]) for k, v in timing.items()) \
-                or not all(_typed(r, (int, float)) and r is not None for r in timing.get("round_speedups") or []):
+        elif not _timing_form(timing):
             problems.append(f"a timing of {key} in a form the worker never writes")
     return problems
+
+
+def _canonical(value) -> str:
+    # As JSON text: a NaN equals itself there, as it does not as a float.
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _timing_form(timing) -> bool:
+    """A timing in the form the worker writes it: the fields and types of _TIMING_TYPES."""
+    return isinstance(timing, dict) and all(
+        k in _TIMING_TYPES and _typed(v, _TIMING_TYPES[k]) for k, v in timing.items()) \
+        and all(_typed(r, (int, float)) and r is not None for r in timing.get("round_speedups") or [])
 
 
 # The other events the parent reads (grader.sandbox.worker.main): the field each has, and the
@@ -586,12 +597,19 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         else:
             fatal = {"message": "Internal grader error (not your fault; please report it):\n"
                                 + fatal["message"], "code": "internal_error"}
-    timing_errors = {e["key"]: e for e in events
-                     if e["type"] == "timing_error" and isinstance(e.get("key"), str)}
+    if run.timing_reports is not None:
+        # Each timed case's outcome as the referee heard it: the submission can rewrite the events
+        # file (an earlier case's speedup, a timing error it would rather hide), not the line.
+        timings = {k: r["timing"] for k, r in run.timing_reports.items() if "timing" in r}
+        timing_errors = {k: dict(r["error"], type="timing_error", key=k)
+                         for k, r in run.timing_reports.items() if "error" in r}
+    else:  # a run put together without a referee (tests)
+        timing_errors = {e["key"]: e for e in events
+                         if e["type"] == "timing_error" and isinstance(e.get("key"), str)}
+        # Only timings of cases the referee saw timed count (the rest are forgeries, named below).
+        timings = {e.get("key"): e["timing"] for e in events if e["type"] == "timing"
+                   and isinstance(e.get("key"), str) and e["key"] in run.timed and isinstance(e.get("timing"), dict)}
     done = any(e["type"] == "done" for e in events)
-    # Only timings of cases the referee saw timed count (the rest are forgeries, named below).
-    timings = {e.get("key"): e["timing"] for e in events if e["type"] == "timing"
-               and isinstance(e.get("key"), str) and e["key"] in run.timed and isinstance(e.get("timing"), dict)}
     starts = [e for e in events if e["type"] == "start"]
     # The case the worker was on when it stopped without finishing (crash, hang, CUDA fault).
     in_progress = starts[-1] if starts and not done and not load_error else None
@@ -601,7 +619,12 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     if not message and not done:
         message = _stopped_early_message(run, in_progress, bool(env), limits)
     forgeries = [f"a '{e['type']}' event in a form the worker never writes" for e in malformed] \
-        + _channel_forgeries(events) + _timing_forgeries(events, run.timed, {p.key for p in plan})
+        + _channel_forgeries(events) + _timing_forgeries(events, run.timed, {p.key for p in plan}) \
+        + [f"a timing of {key} in a form the worker never sends" for key, t in timings.items()
+           if not _timing_form(t)] \
+        + [f"a timing of {e['key']} in the events file other than the one the worker told"
+           for e in events if e["type"] == "timing" and run.timing_reports is not None
+           and e.get("key") in timings and _canonical(e.get("timing")) != _canonical(timings[e["key"]])]
     if run.corrupt_lines or forgeries:
         what = f"{run.corrupt_lines} line(s) it did not write" if run.corrupt_lines else forgeries[0]
         grade_cheat = grade_cheat or "fake_result"

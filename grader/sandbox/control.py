@@ -145,6 +145,10 @@ class Referee(threading.Thread):
         # Cases whose kept timed outputs were handed over (every case the worker times hands
         # them over, none or some): a timing reported for any other case was not the worker's.
         self.timed: set[str] = set()
+        # Each timed case's outcome as the worker told it, {"timing": {...}} or {"error": {message,
+        # cheat}}: the parent reads these, not the events file, which the submission can rewrite.
+        self.timing_reports: dict[str, dict] = {}
+        self._timing_started: set[str] = set()
         # What the worker measured and ran on, told before it imported the submission.
         self.env: dict | None = None
         self.sandbox: dict | None = None  # and how it was locked down (grader.sandbox.lockdown)
@@ -210,6 +214,8 @@ class Referee(threading.Thread):
             self.progress({"type": "start", "key": key, "phase": phase})
             if phase == "case":
                 self.case_started(key)
+        if phase == "timing":
+            self._timing_started.add(key)
         return {}
 
     def _on_env(self, request, key):
@@ -230,6 +236,23 @@ class Referee(threading.Thread):
             self.forgeries.append("the worker's lockdown told twice, late or malformed")
             return {}
         self.sandbox = status
+        return {}
+
+    def _on_timed(self, request, key):
+        timing, error = request.get("timing"), request.get("error")
+        # After the case's timing started; a timing also only once its kept outputs came.
+        in_flight = key in self._timing_started
+        well_formed = (isinstance(timing, dict) and error is None and key in self.timed) or (
+            timing is None and isinstance(error, dict) and isinstance(error.get("message"), str)
+            and isinstance(error.get("cheat"), (str, type(None))))
+        if key in self.timing_reports or not in_flight or not well_formed:
+            self.forgeries.append(f"the timing of {key} told twice, out of turn or malformed")
+            return {}
+        self.timing_reports[key] = {"timing": timing} if timing is not None else \
+            {"error": {"message": error["message"], "cheat": error.get("cheat")}}
+        with self._lock:
+            if self.current is not None and self.current["key"] == key:
+                self.current = None  # the case's timing is over
         return {}
 
     def _on_case(self, request, key):

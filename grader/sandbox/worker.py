@@ -645,11 +645,14 @@ def main(request_path: str) -> int:
                 if planned["bench"] and planned["task"] not in failed_tasks:
                     reporter.emit({"type": "start", "key": planned["key"], "phase": "timing"})
                     line.ask("start", key=planned["key"], phase="timing", limit_s=timing_limit_s(cap))
+                    # Each outcome goes to the parent on the line first: the events file is open
+                    # to the submission, which could rewrite an earlier case's timing there.
                     try:
                         timing = runners[planned["task"]].time_case(planned, ceilings, line)
                     except CaseProblem as problem:
-                        reporter.emit({"type": "timing_error", "key": planned["key"],
-                                       "message": problem.message, "cheat": problem.cheat})
+                        error = {"message": problem.message, "cheat": problem.cheat}
+                        line.ask("timed", key=planned["key"], error=error)
+                        reporter.emit({"type": "timing_error", "key": planned["key"], **error})
                         continue
                     except (TamperingError, FatalCudaError, ParentGone):
                         raise
@@ -657,9 +660,11 @@ def main(request_path: str) -> int:
                         text = user_traceback(exc, submission)
                         if is_cuda_fault(exc):
                             raise FatalCudaError(text) from None
-                        reporter.emit({"type": "timing_error", "key": planned["key"],
-                                       "message": f"failed while being timed:\n{text}"})
+                        error = {"message": f"failed while being timed:\n{text}", "cheat": None}
+                        line.ask("timed", key=planned["key"], error=error)
+                        reporter.emit({"type": "timing_error", "key": planned["key"], **error})
                         continue
+                    line.ask("timed", key=planned["key"], timing=timing)
                     reporter.emit({"type": "timing", "key": planned["key"], "timing": timing})
     except FatalCudaError as exc:
         reporter.emit({"type": "fatal", "message": f"CUDA fault (the GPU context is lost, so the "

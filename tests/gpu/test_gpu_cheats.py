@@ -346,3 +346,42 @@ def vector_add(x, y):
     result = _grade(tmp_path, body)
     assert result.status != "pass" and result.cheat == "fake_result", result.cheats
     assert "never handed over" in result.message
+
+
+def test_an_earlier_case_s_timing_rewritten_in_the_events_file(tmp_path):
+    # While a later bench case is timed, it makes the earlier cases' timings in the events file
+    # five times faster. The parent reads the timings the worker told it on the line.
+    body = '''
+import json
+import sys
+
+_done = set()
+
+
+def _rewrite():
+    frame = sys._getframe()
+    while frame is not None and "request" not in frame.f_locals:
+        frame = frame.f_back
+    path = frame.f_locals["request"]["results"]
+    events = [json.loads(line) for line in open(path)]
+    fresh = [e for e in events if e["type"] == "timing" and e["key"] not in _done]
+    if not fresh:
+        return
+    for e in fresh:
+        e["timing"]["time_ms"] /= 5
+        e["timing"]["speedup"] *= 5
+        _done.add(e["key"])
+    with open(path, "w") as f:
+        f.writelines(json.dumps(e) + "\\n" for e in events)
+
+
+def vector_add(x, y):
+    _rewrite()
+    out = torch.empty_like(x)
+    launch(x, y, out)
+    return out
+'''
+    result = _grade(tmp_path, body)
+    assert result.cheat == "fake_result", result.cheats
+    assert "other than the one the worker told" in result.message
+    assert all(c.speedup is None or c.speedup < 2 for t in result.tasks for c in t.cases)
