@@ -53,15 +53,26 @@ def _grader_functions() -> dict[str, object]:
 class Snapshot:
     def __init__(self):
         self.attributes = {(m, a): _lookup(m, a) for m, a in WATCHED}
+        self.objects: list = []  # (name, object, its attributes): see watch()
         self.functions = _grader_functions()
         self.modules = {name: sys.modules[name] for name in self.functions_modules()}
 
     def functions_modules(self) -> set[str]:
         return {name for name in sys.modules if name == "grader" or name.startswith("grader.")}
 
+    def watch(self, name: str, obj) -> None:
+        """Also hold obj's own attributes to what they are now: the worker's line to the parent
+        and its events file, which a submission could wrap on the instance (the class's
+        functions are checked above) to change what the worker says."""
+        self.objects.append((name, obj, dict(vars(obj))))
+
     def changes(self) -> list[str]:
         """What differs from the snapshot, as readable names; empty when nothing does."""
         changed = [f"{m}.{a}" for (m, a), obj in self.attributes.items() if _lookup(m, a) is not obj]
+        for name, obj, saved in self.objects:
+            now = vars(obj)
+            if now.keys() != saved.keys() or any(now[k] is not v for k, v in saved.items()):
+                changed.append(name)
         for name, module in self.modules.items():
             if sys.modules.get(name) is not module:
                 changed.append(f"the module {name}")

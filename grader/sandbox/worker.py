@@ -598,6 +598,8 @@ def main(request_path: str) -> int:
     from triton.runtime.autotuner import Autotuner
     memory_budget.exclude_from_meter(Autotuner, "_bench")  # autotuning is Triton's, not the design
     snapshot = integrity.Snapshot()
+    snapshot.watch("the worker's line to the grader", line)
+    snapshot.watch("the worker's events file", reporter)
     sandbox = _lock_down(request, device)
     line.ask("sandbox", status=sandbox)  # before the import, like the environment
     reporter.emit({"type": "sandbox", **sandbox})
