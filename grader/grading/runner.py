@@ -28,7 +28,7 @@ from grader import __version__
 from grader.grading import compile_ahead, cuda_probe, warm_start
 from grader.grading.plan import PlannedCase, build_plan
 from grader.judge import diagnose
-from grader.kata.format import Kata
+from grader.kata.format import ITEMSIZE, Kata
 from grader.kata.gpu_memory import shortfall
 from grader.paths import package_dir
 from grader.results.schema import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult, Mismatch,
@@ -37,6 +37,7 @@ from grader.results.scoring import PASS_CAP, geomean, meets_thresholds, score, s
 from grader.sandbox import watchdog
 from grader.sandbox.control import Referee
 from grader.timing import ceilings as ceilings_cache
+from grader.timing.ceilings import floor_ms
 
 OUTPUT_LIMIT = 8000  # characters of the submission's stdout/stderr kept in a report
 OUTPUT_CAP_BYTES = 8 << 20  # printing more than this ends the grade
@@ -496,10 +497,6 @@ _TIMING_TYPES = {
     "round_speedups": (list,), "host_syncs": (int,), "host_sync_at": (str,),
     "floor_ms": (int, float), "roofline": (int, float), "nbytes": (int, float), "flops": (int, float),
 }
-# Bytes per element by the kata format's dtype names (grader.kata.format.DTYPES): the parent
-# imports no torch.
-_ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1,
-             "float8_e5m2": 1, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 
 
 def _typed(value, types) -> bool:
@@ -558,21 +555,17 @@ def _parent_floor(case: CaseResult, kata: Kata, planned: PlannedCase, ceilings: 
     """The case's roofline floor and fraction, from the kata's declared cost and the measured
     ceilings, in place of the worker's."""
     case.floor_ms = case.roofline = case.nbytes = case.flops = None
-    if not case.timed or not ceilings or planned.dtype not in _ITEMSIZE:
+    if not case.timed or not ceilings or planned.dtype not in ITEMSIZE:
         return
     task = next(t for t in kata.tasks if t.name == planned.task)
-    nbytes, flops = task.cost(task.case(planned.case), itemsize=_ITEMSIZE[planned.dtype])
-    floors = []
+    nbytes, flops = task.cost(task.case(planned.case), itemsize=ITEMSIZE[planned.dtype])
     try:
-        if nbytes:
-            floors.append(nbytes / (float(ceilings["copy_gbps"]) * 1e9) * 1e3)
-        if flops:
-            floors.append(flops / (float(ceilings["matmul_tflops"]) * 1e12) * 1e3)
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        floor = floor_ms(nbytes, flops, ceilings)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):  # ceilings of another shape
         return
-    if floors:
-        case.floor_ms, case.nbytes, case.flops = max(floors), nbytes, flops
-        case.roofline = case.floor_ms / case.time_ms if case.time_ms else None
+    if floor:
+        case.floor_ms, case.nbytes, case.flops = floor, nbytes, flops
+        case.roofline = floor / case.time_ms if case.time_ms else None
 
 
 def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[PlannedCase],

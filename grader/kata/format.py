@@ -27,6 +27,9 @@ DTYPES = (
     "int64", "int32", "int16", "int8", "uint8", "bool",
 )
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+# Bytes per element of each of them (torch's element_size), for the cost model without torch.
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1,
+            "float8_e5m2": 1, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 # assert_close's own defaults, used where a task declares no tolerance for a float dtype.
 DEFAULT_TOLERANCES = {
     "float64": (1e-7, 1e-7),

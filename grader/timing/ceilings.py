@@ -36,3 +36,14 @@ def save(key: str, ceilings: dict) -> None:
         tmp.replace(path)  # atomic: a concurrent grade never reads half a file
     except OSError:
         pass  # a read-only cache only costs a re-measurement next time
+
+
+def floor_ms(nbytes: float | None, flops: float | None, ceilings: dict) -> float | None:
+    """The roofline time: the larger of bytes over copy bandwidth and FLOPs over matmul rate.
+    (Here, with no torch, so that the grading process works it out too.)"""
+    floors = []
+    if nbytes:
+        floors.append(nbytes / (ceilings["copy_gbps"] * 1e9) * 1e3)
+    if flops:
+        floors.append(flops / (ceilings["matmul_tflops"] * 1e12) * 1e3)
+    return max(floors) if floors else None
