@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -490,17 +491,27 @@ def _channel_forgeries(events: list[dict]) -> list[str]:
 
 
 # What a worker's timing event holds (grader.sandbox.worker.CaseRunner.time_case) and the types
-# it sends. The figures the parent can work out itself (the floor and the roofline) it does.
+# it sends. The figures the parent can work out itself (the floor and the roofline) the worker
+# does not send: the parent works them out (_parent_floor).
 _TIMING_TYPES = {
     "time_ms": (int, float), "baseline_ms": (int, float), "speedup": (int, float),
     "timing_method": (str,), "calls_per_sample": (int,), "samples": (int,),
     "round_speedups": (list,), "host_syncs": (int,), "host_sync_at": (str,),
-    "floor_ms": (int, float), "roofline": (int, float), "nbytes": (int, float), "flops": (int, float),
 }
+
+
+# The fields every timing of the worker has (its Timing's), the times a finite positive number.
+_TIMING_REQUIRED = ("time_ms", "baseline_ms", "speedup", "timing_method", "calls_per_sample",
+                    "samples", "round_speedups")
+_TIMES = ("time_ms", "baseline_ms", "speedup")
 
 
 def _typed(value, types) -> bool:
     return value is None or (isinstance(value, types) and not isinstance(value, bool))
+
+
+def _finite_positive(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
 
 
 def _timing_forgeries(events: list[dict], timed: set, keys: set) -> list[str]:
@@ -524,10 +535,14 @@ def _canonical(value) -> str:
 
 
 def _timing_form(timing) -> bool:
-    """A timing in the form the worker writes it: the fields and types of _TIMING_TYPES."""
+    """A timing in the form the worker writes it: the fields and types of _TIMING_TYPES, every
+    field a Timing always has present, and its times finite and positive (a NaN or a missing
+    time is no measurement: only a forgery holds one)."""
     return isinstance(timing, dict) and all(
         k in _TIMING_TYPES and _typed(v, _TIMING_TYPES[k]) for k, v in timing.items()) \
-        and all(_typed(r, (int, float)) and r is not None for r in timing.get("round_speedups") or [])
+        and all(timing.get(k) is not None for k in _TIMING_REQUIRED) \
+        and all(_finite_positive(timing[k]) for k in _TIMES) \
+        and all(_finite_positive(r) for r in timing["round_speedups"])
 
 
 # The other events the parent reads (grader.sandbox.worker.main): the field each has, and the
@@ -618,6 +633,8 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         + [f"a timing of {e['key']} in the events file other than the one the worker told"
            for e in events if e["type"] == "timing" and run.timing_reports is not None
            and e.get("key") in timings and _canonical(e.get("timing")) != _canonical(timings[e["key"]])]
+    # A timing not in the worker's form measured nothing: no case takes its figures.
+    timings = {key: t for key, t in timings.items() if _timing_form(t)}
     if run.corrupt_lines or forgeries:
         what = f"{run.corrupt_lines} line(s) it did not write" if run.corrupt_lines else forgeries[0]
         grade_cheat = grade_cheat or "fake_result"

@@ -44,7 +44,7 @@ from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
 from grader.sandbox.guardbands import GuardedFactories, guarded_copy
 from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
 from grader.timing.ceilings import cache_key
-from grader.timing.timer import floor_ms, measure_ceilings, slow_first_calls, time_pair
+from grader.timing.timer import measure_ceilings, slow_first_calls, time_pair
 
 FATAL_CUDA_MARKERS = ("CUDA error", "illegal memory access", "illegal instruction",
                       "misaligned address", "unspecified launch failure", "device-side assert")
@@ -486,7 +486,7 @@ class CaseRunner:
             return 0.0
         return time.perf_counter() - started
 
-    def time_case(self, planned, ceilings, line: ParentLine) -> dict:
+    def time_case(self, planned, line: ParentLine) -> dict:
         """Submission vs baseline on fresh input sets; the timed calls the parent chose go to it."""
         def make_args(salt):
             inputs = self.inputs(planned, salt)
@@ -521,12 +521,8 @@ class CaseRunner:
         slow = slow_first_calls(timing)
         if slow:
             raise CaseProblem(slow, "slow_first_calls")
-        case = self.cases[planned["case"]]
-        itemsize = torch.empty(0, dtype=getattr(torch, planned["dtype"])).element_size()
-        nbytes, flops = self.task.cost(case, itemsize=itemsize)
-        floor = floor_ms(nbytes, flops, ceilings) if ceilings else None
-        if floor:
-            out.update(floor_ms=floor, roofline=floor / timing.time_ms, nbytes=nbytes, flops=flops)
+        # The roofline floor is the parent's to work out (from the kata's cost and the ceilings
+        # told before the import): a figure from this process could be the submission's.
         del timing
         torch.cuda.empty_cache()
         return out
@@ -650,7 +646,7 @@ def main(request_path: str) -> int:
                     # Each outcome goes to the parent on the line first: the events file is open
                     # to the submission, which could rewrite an earlier case's timing there.
                     try:
-                        timing = runners[planned["task"]].time_case(planned, ceilings, line)
+                        timing = runners[planned["task"]].time_case(planned, line)
                     except CaseProblem as problem:
                         error = {"message": problem.message, "cheat": problem.cheat}
                         line.ask("timed", key=planned["key"], error=error)
