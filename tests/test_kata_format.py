@@ -139,6 +139,10 @@ def _minimal() -> dict:
     (lambda r: r["tasks"][0].update(inplace=["z"]), "in-place output 'z' is not an argument"),
     (lambda r: r["tasks"][0]["cost"].update(bytes="3 * n * __import__('os')"), "only arithmetic"),
     (lambda r: r["tasks"][0]["cost"].update(bytes="3 * m"), "'m'"),
+    # Fine at 4-byte elements, a division by zero at 2-byte ones (the float16 cases' floor).
+    (lambda r: r["tasks"][0]["cost"].update(bytes="3 * n * itemsize / (itemsize - 2)"),
+     "cost at itemsize 2: '3 * n * itemsize / (itemsize - 2)' fails: division by zero"),
+    (lambda r: r["tasks"][0]["cost"].update(bytes="(itemsize - 8) ** 0.5"), "is not a real number"),
     (lambda r: r["tasks"][0]["cases"]["hidden"].append({"name": "one", "n": 3}), "unique"),
     (lambda r: r["tasks"][0]["cases"]["hidden"].append({"name": "x", "n": 3, "modes": ["tpu"]}), "unknown mode"),
     (lambda r: r["tasks"][0].update(check="check_add"), "check must be {property: FUNCTION}"),

@@ -26,7 +26,13 @@ class CostExpressionError(ValueError):
 
 
 def evaluate(expression: str, names: dict) -> float:
-    return _eval(parse(expression).body, names, expression)
+    try:
+        value = _eval(parse(expression).body, names, expression)
+    except (ZeroDivisionError, OverflowError) as exc:
+        raise CostExpressionError(f"'{expression}' fails: {exc}") from None
+    if not isinstance(value, (int, float)):  # (-1) ** 0.5 is complex
+        raise CostExpressionError(f"'{expression}' is not a real number: {value}")
+    return value
 
 
 def number_or_expression(raw) -> float | str:

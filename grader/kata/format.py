@@ -470,11 +470,15 @@ def _check_on_cases(cases, where: str, rules) -> None:
 
 
 def _check_cost_expressions(task: Task, where: str) -> None:
+    # At every element size: the grader works a timed case's floor out at its dtype's, and an
+    # expression that fails there must fail here, when the kata loads, not in a learner's grade.
     for case in task.cases:
-        try:
-            task.cost(case, itemsize=4)
-        except CostExpressionError as exc:
-            raise KataFormatError(f"{where}, case '{case.name}': cost: {exc}") from None
+        for itemsize in sorted(set(ITEMSIZE.values())):
+            try:
+                task.cost(case, itemsize=itemsize)
+            except CostExpressionError as exc:
+                raise KataFormatError(f"{where}, case '{case.name}': cost at itemsize "
+                                      f"{itemsize}: {exc}") from None
 
 
 def parse_kata(raw: dict, directory: Path, reference_path: Path) -> Kata:
