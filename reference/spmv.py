@@ -51,6 +51,15 @@ price is bookkeeping:
    row (N times larger in spmm), so neither does one: each row is owned by the program where it
    starts (an empty row by the program holding its position), and the owner writes it, empty
    ones included: spmv's segmented sum is 0 there, spmm's window accumulator too.
+6. spmv is three launches: partition, product, fix-up. The partition is a chain of dependent
+   loads (latency, not bandwidth), 10-15 µs on 4M rows, and the product's programs need its
+   answer only for their rows: their values, column indices and x gathers do not depend on it.
+   On Hopper a kernel can be launched as a *programmatic dependent* of the one before
+   (`launch_pdl=True`): it may start once every program of the previous kernel has called
+   `gdc_launch_dependents()`, and `gdc_wait()` blocks until the previous kernel has finished
+   and its writes are visible. So the partition lets the product start at once, the product
+   issues its loads and then waits before it reads the boundaries, and the fix-up waits the
+   same way behind the product: 5-12% off the whole spmv on an H100 (docs/PERFORMANCE.md).
 
 Accumulation is float32 or wider whatever the values' dtype: the products of two float16 values
 are exact in float32, of two float32 values in float64. For float32 spmm the tensor cores read
@@ -62,6 +71,8 @@ product.
 
 Indices are int64 throughout: nnz may exceed 2**31, and so may R * N in spmm's output offsets.
 """
+
+import functools
 
 import torch
 import triton
@@ -138,13 +149,15 @@ SPMM_FIXUP_BLOCK = 16
 @triton.jit
 def partition_kernel(crow_ptr, bound_ptr, zero_ptr, zero_cnt_ptr, R, P, steps,
                      NPP: tl.constexpr, FB: tl.constexpr, K: tl.constexpr,
-                     FIRST_ROW: tl.constexpr, ZERO: tl.constexpr):
+                     FIRST_ROW: tl.constexpr, ZERO: tl.constexpr, PDL: tl.constexpr = False):
     """Program boundaries: for q < P, with target = q * NPP,
          FIRST_ROW=False: bound[q] = the row holding nonzero target (the last r: crow[r] <= target);
          FIRST_ROW=True:  bound[q] = the first row r with crow[r] >= target (rows from there on
                           start at or after the boundary; empty rows included);
        and bound[P] = R. With ZERO, also zeroes zero[q] and zero_cnt[q] for q < P: the crossing
        rows' slots of the next kernel (no separate memset launch)."""
+    if PDL:  # the next kernel may start now: it waits for this one's answers (gdc_wait) itself
+        tl.extra.cuda.gdc_launch_dependents()
     q = tl.program_id(0) * FB + tl.arange(0, FB)
     target = q.to(tl.int64) * NPP
     if FIRST_ROW:
@@ -201,7 +214,7 @@ def _load_nonzeros(val_ptr, col_ptr, k, s, nnz, NPP: tl.constexpr, EVICT: tl.con
 @triton.jit
 def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, first_ptr, cross_ptr, count_ptr,
                 nnz, x_stride, NPP: tl.constexpr, RB: tl.constexpr, FUSED: tl.constexpr,
-                EVICT: tl.constexpr, EARLY: tl.constexpr):
+                EVICT: tl.constexpr, EARLY: tl.constexpr, PDL: tl.constexpr = False):
     p = tl.program_id(0)
     s = p.to(tl.int64) * NPP
     e = tl.minimum(s + NPP, nnz)
@@ -217,8 +230,14 @@ def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, first_ptr, cross_ptr, 
     # values and column indices before that wait, so only the x gather waits behind it.
     # A full program (all but the last) loads without a mask: its loads are provably contiguous
     # and aligned, so they vectorise (a mask k < nnz would not, nnz being any number).
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
     if EARLY:
         v, col = _load_nonzeros(val_ptr, col_ptr, k, s, nnz, NPP, EVICT)
+    if PDL:
+        # Launched while the partition may still run: its boundaries (and the zeroed slots) are
+        # read only after it has finished.
+        tl.extra.cuda.gdc_wait()
     r_lo = tl.load(first_ptr + p) - (p > 0).to(tl.int64)
     r_hi = tl.load(first_ptr + p + 1)
     rows = r_lo + tl.arange(0, RB)
@@ -267,7 +286,9 @@ def spmv_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, first_ptr, cross_ptr, 
 
 @triton.jit
 def spmv_fixup_kernel(crow_ptr, first_ptr, cross_ptr, y_ptr, P,
-                      NPP: tl.constexpr, FB: tl.constexpr):
+                      NPP: tl.constexpr, FB: tl.constexpr, PDL: tl.constexpr = False):
+    if PDL:
+        tl.extra.cuda.gdc_wait()  # the product's parts are all added
     # Boundary q (1 <= q < P): the row before first[q] crosses it if it goes on past q * NPP;
     # its slot is q - 1 if it starts in program q - 1 (else an earlier boundary handles it).
     q = tl.program_id(0) * FB + tl.arange(0, FB)
@@ -280,8 +301,16 @@ def spmv_fixup_kernel(crow_ptr, first_ptr, cross_ptr, y_ptr, P,
     tl.store(y_ptr + row, total.to(y_ptr.dtype.element_ty), mask=mine)
 
 
-def _partition(crow_indices, R, nnz, npp, first_row=False, zero=None):
-    """bound (int64, P + 1) as partition_kernel defines it; zero: tensors to zero (P entries)."""
+@functools.cache
+def _pdl_capable(device: torch.device) -> bool:
+    # Programmatic dependent launch needs Hopper (compute capability 9.0) or later; the
+    # interpreter (CPU tensors) has no such thing.
+    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def _partition(crow_indices, R, nnz, npp, first_row=False, zero=None, pdl=False):
+    """bound (int64, P + 1) as partition_kernel defines it; zero: tensors to zero (P entries);
+    pdl: let the next kernel, launched as its programmatic dependent, start at once."""
     P = max(1, triton.cdiv(nnz, npp))
     bound = torch.empty(P + 1, dtype=torch.int64, device=crow_indices.device)
     steps, width = 0, R
@@ -292,7 +321,7 @@ def _partition(crow_indices, R, nnz, npp, first_row=False, zero=None):
     z0, z1 = zero if zero is not None else (bound, bound)
     partition_kernel[grid](crow_indices, bound, z0, z1, R, P, steps,
                            NPP=npp, FB=PART_BLOCK, K=PART_K, FIRST_ROW=first_row,
-                           ZERO=zero is not None, num_warps=4)
+                           ZERO=zero is not None, PDL=pdl, num_warps=4)
     return bound, P
 
 
@@ -308,14 +337,17 @@ def spmv(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Te
     P = max(1, triton.cdiv(nnz, npp))
     cross = torch.empty(P, dtype=torch.float32, device=values.device)
     count = torch.empty(P, dtype=torch.int32, device=values.device)
-    first, P = _partition(crow_indices, R, nnz, npp, first_row=True, zero=(cross, count))
+    # Each launch after the first starts early and waits inside (point 6 above) where it can.
+    pdl = cfg.get("pdl", True) and _pdl_capable(values.device)
+    first, P = _partition(crow_indices, R, nnz, npp, first_row=True, zero=(cross, count), pdl=pdl)
     spmv_kernel[(P,)](crow_indices, col_indices, values, x, y, first, cross, count,
                       nnz, x.stride(0), NPP=npp, RB=cfg["rows"], FUSED=cfg["fused"],
-                      EVICT=cfg["evict"], EARLY=cfg["early"],
-                      num_warps=cfg["warps"], num_stages=1)
+                      EVICT=cfg["evict"], EARLY=cfg["early"], PDL=pdl,
+                      num_warps=cfg["warps"], num_stages=1, launch_pdl=pdl)
     if P > 1 and not cfg["fused"]:
         spmv_fixup_kernel[(triton.cdiv(P, FIXUP_BLOCK),)](
-            crow_indices, first, cross, y, P, NPP=npp, FB=FIXUP_BLOCK, num_warps=4)
+            crow_indices, first, cross, y, P, NPP=npp, FB=FIXUP_BLOCK, PDL=pdl,
+            num_warps=4, launch_pdl=pdl)
     return y
 
 
