@@ -52,14 +52,15 @@ price is bookkeeping:
    starts (an empty row by the program holding its position), and the owner writes it, empty
    ones included: spmv's segmented sum is 0 there, spmm's window accumulator too.
 6. spmv is three launches: partition, product, fix-up. The partition is a chain of dependent
-   loads (latency, not bandwidth), 10-15 µs on 4M rows, and the product's programs need its
-   answer only for their rows: their values, column indices and x gathers do not depend on it.
-   On Hopper a kernel can be launched as a *programmatic dependent* of the one before
+   loads (latency, not bandwidth), 12-15 µs on 1-4M rows, and the product's programs need its
+   answer only for their rows: their values and column indices do not depend on it. On Hopper
+   a kernel can be launched as a *programmatic dependent* of the one before
    (`launch_pdl=True`): it may start once every program of the previous kernel has called
    `gdc_launch_dependents()`, and `gdc_wait()` blocks until the previous kernel has finished
-   and its writes are visible. So the partition lets the product start at once, the product
-   issues its loads and then waits before it reads the boundaries, and the fix-up waits the
-   same way behind the product: 5-12% off the whole spmv on an H100 (docs/PERFORMANCE.md).
+   and its writes are visible. So the partition lets the product start at once, and the product
+   issues its value and column-index loads before it waits for the boundaries. The fix-up,
+   which needs everything the product wrote, waits at its first instruction: it saves only its
+   launch's latency. Together 4-11% off the whole spmv on an H100 (docs/PERFORMANCE.md).
 
 Accumulation is float32 or wider whatever the values' dtype: the products of two float16 values
 are exact in float32, of two float32 values in float64. For float32 spmm the tensor cores read
@@ -73,6 +74,7 @@ Indices are int64 throughout: nnz may exceed 2**31, and so may R * N in spmm's o
 """
 
 import functools
+import os
 
 import torch
 import triton
@@ -304,8 +306,9 @@ def spmv_fixup_kernel(crow_ptr, first_ptr, cross_ptr, y_ptr, P,
 @functools.cache
 def _pdl_capable(device: torch.device) -> bool:
     # Programmatic dependent launch needs Hopper (compute capability 9.0) or later; the
-    # interpreter (CPU tensors) has no such thing.
-    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
+    # interpreter (CPU tensors, or TRITON_INTERPRET=1 for debugging) has no such thing.
+    return (device.type == "cuda" and os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
+            and torch.cuda.get_device_capability(device)[0] >= 9)
 
 
 def _partition(crow_indices, R, nnz, npp, first_row=False, zero=None, pdl=False):

@@ -143,6 +143,10 @@ def _minimal() -> dict:
     (lambda r: r["tasks"][0]["cost"].update(bytes="3 * n * itemsize / (itemsize - 2)"),
      "cost at itemsize 2: '3 * n * itemsize / (itemsize - 2)' fails: division by zero"),
     (lambda r: r["tasks"][0]["cost"].update(bytes="(itemsize - 8) ** 0.5"), "is not a real number"),
+    (lambda r: r["tasks"][0]["cost"].update(bytes="n * 1e308 * 1e10"), "is not finite"),
+    # The worker evaluates a memory budget at the case's dtype's element size too.
+    (lambda r: r["tasks"][0].update(memory_budget={"bytes": "n * itemsize / (itemsize - 2)"}),
+     "memory_budget: 'n * itemsize / (itemsize - 2)' fails: division by zero"),
     (lambda r: r["tasks"][0]["cases"]["hidden"].append({"name": "one", "n": 3}), "unique"),
     (lambda r: r["tasks"][0]["cases"]["hidden"].append({"name": "x", "n": 3, "modes": ["tpu"]}), "unknown mode"),
     (lambda r: r["tasks"][0].update(check="check_add"), "check must be {property: FUNCTION}"),

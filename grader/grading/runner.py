@@ -567,8 +567,8 @@ def _malformed(event: dict) -> bool:
 
 
 def _parent_floor(case: CaseResult, kata: Kata, planned: PlannedCase, ceilings: dict | None) -> None:
-    """The case's roofline floor and fraction, from the kata's declared cost and the measured
-    ceilings, in place of the worker's."""
+    """The case's roofline floor and fraction, from the kata's declared cost and the ceilings
+    the worker told before the import (the worker sends no floor of its own)."""
     case.floor_ms = case.roofline = case.nbytes = case.flops = None
     if not case.timed or not ceilings or planned.dtype not in ITEMSIZE:
         return

@@ -26,12 +26,16 @@ class CostExpressionError(ValueError):
 
 
 def evaluate(expression: str, names: dict) -> float:
+    """The expression's value, a finite real number, or CostExpressionError."""
     try:
         value = _eval(parse(expression).body, names, expression)
-    except (ZeroDivisionError, OverflowError) as exc:
+        if isinstance(value, complex):  # (-1) ** 0.5
+            raise CostExpressionError(f"'{expression}' is not a real number: {value}")
+        value = float(value)  # an int too large for a float raises OverflowError here
+    except (ZeroDivisionError, OverflowError, TypeError) as exc:  # TypeError: complex // 1
         raise CostExpressionError(f"'{expression}' fails: {exc}") from None
-    if not isinstance(value, (int, float)):  # (-1) ** 0.5 is complex
-        raise CostExpressionError(f"'{expression}' is not a real number: {value}")
+    if not math.isfinite(value):  # 1e999, 1e308 * 10
+        raise CostExpressionError(f"'{expression}' is not finite: {value}")
     return value
 
 

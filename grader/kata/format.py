@@ -30,6 +30,7 @@ FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "f
 # Bytes per element of each of them (torch's element_size), for the cost model without torch.
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1,
             "float8_e5m2": 1, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+_ITEMSIZES = sorted(set(ITEMSIZE.values()))  # each element size a cost is checked at
 # assert_close's own defaults, used where a task declares no tolerance for a float dtype.
 DEFAULT_TOLERANCES = {
     "float64": (1e-7, 1e-7),
@@ -417,7 +418,9 @@ def _parse_memory_budget(raw: Any, cases: tuple[Case, ...], where: str) -> Memor
     except MemoryBudgetError as exc:
         raise KataFormatError(f"{where}: {exc}") from None
     if budget is not None:
-        _check_on_cases(cases, where, [("memory_budget", lambda case: (budget.limit(case.params, itemsize=4),))])
+        # At every element size, as the cost (the worker evaluates it at the case's dtype's).
+        _check_on_cases(cases, where, [("memory_budget", lambda case: tuple(
+            budget.limit(case.params, itemsize=size) for size in _ITEMSIZES))])
     return budget
 
 
@@ -473,7 +476,7 @@ def _check_cost_expressions(task: Task, where: str) -> None:
     # At every element size: the grader works a timed case's floor out at its dtype's, and an
     # expression that fails there must fail here, when the kata loads, not in a learner's grade.
     for case in task.cases:
-        for itemsize in sorted(set(ITEMSIZE.values())):
+        for itemsize in _ITEMSIZES:
             try:
                 task.cost(case, itemsize=itemsize)
             except CostExpressionError as exc:
