@@ -29,11 +29,12 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from grader.judge.checker import load_spec  # noqa: E402
+from grader.kata.catalog import get_kata  # noqa: E402
 from grader.timing.timer import held_median_ms, measure_ceilings  # noqa: E402
 
 CASES = ("bench_power_law", "bench_power_law_wide")
@@ -94,21 +95,15 @@ def _load(name: str, path: Path):
     return module
 
 
-def counted_bytes(case: dict, itemsize: int) -> int:
-    # The kata's cost model (katas/spmv/kata.yaml, task spmv).
-    R, nnz = case["R"], case["nnz"]
-    return nnz * (2 * itemsize + 8) + (R + 1) * 8 + R * itemsize
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = parser.parse_args()
 
-    spec = _load("spmv_spec", ROOT / "katas/spmv/spec.py")
-    reference = _load("spmv_reference", ROOT / "reference/spmv.py")
-    kata = yaml.safe_load((ROOT / "katas/spmv/kata.yaml").read_text())
-    cases = {c["name"]: c for c in kata["tasks"][0]["cases"]["hidden"]}
+    kata = get_kata("spmv")
+    task = next(t for t in kata.tasks if t.name == "spmv")
+    spec = load_spec(kata)
+    reference = _load("spmv_reference", kata.reference_path)
     ceilings = measure_ceilings()
     copy_gbps = ceilings["copy_gbps"]
 
@@ -124,17 +119,17 @@ def main() -> None:
 
     rows = []
     for name in CASES:
-        case = cases[name]
+        case = task.case(name)
         for dtype in DTYPES:
             gen = torch.Generator(device="cuda")
             gen.manual_seed(0)
-            inputs = spec.make_inputs(case, dtype, "cuda", gen)
+            inputs = spec.make_inputs(dict(case.params), dtype, "cuda", gen)
             operands = (inputs["crow_indices"], inputs["col_indices"], inputs["values"], inputs["x"])
             times = {label: [] for label in calls}
             for _ in range(ROUNDS):
                 for label, fn in calls.items():
                     times[label].append(held_median_ms(lambda: fn(*operands), rep_ms=60) * 1e3)
-            nbytes = counted_bytes(case, dtype.itemsize)
+            nbytes, _ = task.cost(case, itemsize=dtype.itemsize)  # the kata's counted bytes
             medians = {label: statistics.median(ts) for label, ts in times.items()}
             floor_label = min((label for label in medians if label.startswith("floor ")),
                               key=medians.get)
