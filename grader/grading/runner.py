@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from grader import __version__
-from grader.grading import compile_ahead, cuda_probe, warm_start
+from grader.grading import compile_ahead, cuda_probe, gpu_sharing, timing_evidence, warm_start
 from grader.grading.plan import PlannedCase, build_plan
 from grader.judge import diagnose
 from grader.kata.format import ITEMSIZE, Kata
@@ -39,12 +39,13 @@ from grader.sandbox import watchdog
 from grader.sandbox.control import Referee
 from grader.timing import ceilings as ceilings_cache
 from grader.timing.ceilings import floor_ms
+from grader.timing.evidence import spread, unsteady
 
 OUTPUT_LIMIT = 8000  # characters of the submission's stdout/stderr kept in a report
 OUTPUT_CAP_BYTES = 8 << 20  # printing more than this ends the grade
 MAX_PROCESSES = 64  # the worker, Triton's compiler processes, and nothing like a fork bomb
 GPU_MEMORY_FRACTION = 0.9
-FLOOR_MARGIN = 0.9  # a time below 90% of the roofline floor is impossible, not fast
+FLOOR_MARGIN = timing_evidence.FLOOR_MARGIN  # a time below 90% of the floor is impossible, not fast
 # Variables that point at the user's results or configuration: the worker never sees them.
 PRIVATE_ENV = ("KATA_DB", "KATA_DATA_DIR", "KATA_HANDLE")
 
@@ -67,6 +68,13 @@ class WorkerRun:
     env: dict | None = None  # the worker's environment as the referee heard it, before the import
     sandbox: dict | None = None  # and its lockdown, likewise
     timing_reports: dict | None = None  # key -> {"timing": ...} or {"error": ...}, as the referee heard them
+    # Timing evidence (grader.grading.timing_evidence): each first timing the referee found
+    # suspect and had timed again ({key: {reason, message, timing}}), the ceilings the checker
+    # measured again meanwhile, and the other processes seen on the GPU.
+    retimed: dict = field(default_factory=dict)
+    remeasured: list = field(default_factory=list)
+    gpu_processes: list = field(default_factory=list)
+    gpu_watch: str | None = None  # how other processes were looked for: nvml, nvidia-smi, unavailable
 
     @property
     def timed_out(self) -> bool:
@@ -204,16 +212,33 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         referee = Referee(ours, judge, plan_dicts, fail_fast=options["fail_fast"],
                           keep_going=options["keep_going"], progress=options["progress"],
                           turns=options["turns"])
+        # The grader's own processes are never "another process on the GPU".
+        started = [judge.proc.pid]
+        gpu_sharing.register(judge.proc.pid)
+
+        def start_registered(*args):
+            proc = _start_worker(*args)
+            started.append(proc.pid)
+            gpu_sharing.register(proc.pid)
+            return proc
+
+        watch = gpu_sharing.Watch(gpu_uuid=lambda: (referee.env or {}).get("gpu_uuid"))
+        if mode == "gpu":
+            referee.look_at_gpu = watch.look
+        by_key = {p.key: p for p in plan}
+        referee.suspect = lambda key, timing: timing_evidence.suspicion(
+            kata, by_key[key], timing, ceilings_cache.best((referee.env or {}).get("ceilings"), *referee.remeasured),
+            (referee.env or {}).get("device"))
         runs = compile_ahead.shares(kata, plan_dicts,
                                     compile_ahead.helper_count(mode, options["turns"] is not None),
                                     cuda_probe.total_memory_bytes() if mode == "gpu" else None)
-        helpers = compile_ahead.Helpers(runs, request, tmp_path, limits, _start_worker,
+        helpers = compile_ahead.Helpers(runs, request, tmp_path, limits, start_registered,
                                         lambda folder: _worker_env(mode, folder), referee.timeline)
         referee.case_started, referee.before_timing = helpers.case_started, helpers.stop
         try:
             with open(output_path, "wb") as output:
-                proc = _start_worker(request_path, workdir, _worker_env(mode, tmp_path / "tmp"),
-                                     output, theirs)
+                proc = start_registered(request_path, workdir, _worker_env(mode, tmp_path / "tmp"),
+                                        output, theirs)
                 theirs.close()
                 referee.start()
                 try:
@@ -233,6 +258,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         finally:
             ours.close()
             judge.close()
+            for pid in started:
+                gpu_sharing.unregister(pid)
         # What the referee saw goes first: the worker's own events may end with "done".
         seen_by_referee = []
         if referee.forgeries:
@@ -246,7 +273,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          _read_output(output_path), corrupt, changed, referee.verdicts,
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
                          referee.timeline, referee.given_up, referee.timed, referee.env,
-                         referee.sandbox, referee.timing_reports)
+                         referee.sandbox, referee.timing_reports, referee.retimed,
+                         referee.remeasured, watch.processes, watch.method)
 
 
 def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
@@ -391,6 +419,11 @@ class _CheckerProcess:
         return self._ask({"op": "samples", "key": planned["key"], "samples": samples,
                           "method": method, "sets": n_sets, "change_keys": change_keys})["failure"]
 
+    def measure_ceilings(self) -> dict:
+        """The device's ceilings measured again, here in the checker (it never imports the
+        submission): the worker waits meanwhile, so the GPU holds only what else runs there."""
+        return self._ask({"op": "ceilings"})["ceilings"]
+
     def close(self):
         try:
             self.proc.stdin.close()
@@ -496,7 +529,7 @@ def _channel_forgeries(events: list[dict]) -> list[str]:
 _TIMING_TYPES = {
     "time_ms": (int, float), "baseline_ms": (int, float), "speedup": (int, float),
     "timing_method": (str,), "calls_per_sample": (int,), "samples": (int,),
-    "round_speedups": (list,), "host_syncs": (int,), "host_sync_at": (str,),
+    "round_speedups": (list,), "host_syncs": (int,), "host_sync_at": (str,), "warmup_ms": (list,),
 }
 
 
@@ -542,7 +575,8 @@ def _timing_form(timing) -> bool:
         k in _TIMING_TYPES and _typed(v, _TIMING_TYPES[k]) for k, v in timing.items()) \
         and all(timing.get(k) is not None for k in _TIMING_REQUIRED) \
         and all(_finite_positive(timing[k]) for k in _TIMES) \
-        and all(_finite_positive(r) for r in timing["round_speedups"])
+        and all(_finite_positive(r) for r in timing["round_speedups"]) \
+        and all(_finite_positive(t) for t in timing.get("warmup_ms") or [])
 
 
 # The other events the parent reads (grader.sandbox.worker.main): the field each has, and the
@@ -591,8 +625,10 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
     # The referee's copy where there is one (always, for a worker that got that far): the events
     # file is open to the submission once it is imported.
     env = run.env if run.env is not None else next((e for e in events if e["type"] == "env"), {})
-    if run.env is not None and env.get("ceilings_measured") and env.get("ceilings"):
-        ceilings_cache.save(ceilings_cache.cache_key(env["device"], env["versions"]), env["ceilings"])
+    # Two ceilings (grader.timing.ceilings): the best measured this grade for roofline credit,
+    # those raised to the datasheet peaks for the cheat floor.
+    ceilings = ceilings_cache.best(env.get("ceilings"), *run.remeasured)
+    physical = ceilings_cache.physical(ceilings, env.get("device"))
     sandbox_status = run.sandbox if run.sandbox is not None else \
         next((e for e in events if e["type"] == "sandbox"), {})
     load_error = next((e for e in events if e["type"] == "load_error"), None)
@@ -635,6 +671,13 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
            and e.get("key") in timings and _canonical(e.get("timing")) != _canonical(timings[e["key"]])]
     # A timing not in the worker's form measured nothing: no case takes its figures.
     timings = {key: t for key, t in timings.items() if _timing_form(t)}
+    shared = gpu_shared(run, timings)
+    if run.env is not None and not shared:  # nothing measured beside another process is kept
+        key = ceilings_cache.cache_key(env["device"], env["versions"])
+        for measured in ([env["ceilings"]] if env.get("ceilings_measured") and env.get("ceilings") else []) \
+                + run.remeasured:
+            ceilings_cache.save(key, measured)
+    disturbed: list[dict] = []
     if run.corrupt_lines or forgeries:
         what = f"{run.corrupt_lines} line(s) it did not write" if run.corrupt_lines else forgeries[0]
         grade_cheat = grade_cheat or "fake_result"
@@ -659,12 +702,12 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         for planned in (p for p in plan if p.task == task.name):
             raw = run.verdicts.get(planned.key)
             case = _case_result(planned, raw, timings.get(planned.key))
-            _parent_floor(case, kata, planned, env.get("ceilings"))
+            _parent_floor(case, kata, planned, ceilings)
             detail = (raw or {}).get("diagnosis") if case.status in (FAIL, ERROR) else None
             failure = timing_errors.get(planned.key) or run.timing_failures.get(planned.key)
             if failure:
                 detail = _timing_failure(case, failure)
-            _reject_impossible(case, env.get("ceilings"))
+            _judge_timing(case, kata, planned, timings.get(planned.key), run, physical, shared, disturbed)
             if in_progress and in_progress["key"] == planned.key and case.status == NOT_RUN:
                 case.status, case.message = ERROR, message
                 if grade_cheat:  # named once, for the whole grade
@@ -715,7 +758,8 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         skipped=[{"task": p.task, "case": p.case, "dtype": p.dtype, "reason": p.skip_reason}
                  for p in plan if p.skip_reason],
         output=run.output, device=env.get("device"),
-        environment=dict(env.get("versions", {}), grader=__version__, ceilings=env.get("ceilings")),
+        environment=_environment(env, ceilings, physical, run),
+        gpu_shared=shared, timings_disturbed=disturbed,
         seed=seed, speed_measured=speed_measured,
         cheat=cheats[0]["reason"] if cheats else None, cheats=cheats, diagnoses=findings.diagnoses,
         # Advice on speed is for honest work: a grade named a cheat gets none.
@@ -769,19 +813,73 @@ def _name_findings(case: CaseResult, detail: dict | None, findings: diagnose.Fin
 
 
 def _reject_impossible(case: CaseResult, ceilings: dict | None) -> None:
-    """A time below the physical floor is a broken timer or a cheat, never a fast kernel."""
-    if case.cheat or not case.timed or not case.floor_ms or case.time_ms >= FLOOR_MARGIN * case.floor_ms:
+    """A time below the physical floor is a broken timer or a cheat, never a fast kernel.
+    `ceilings`: the physical ones (grader.timing.ceilings.physical), never one measurement."""
+    if case.cheat or not case.timed:
         return
-    parts = []
-    if case.nbytes and ceilings:
-        parts.append(f"moving {case.nbytes / 1e6:.4g} MB at the measured copy bandwidth of "
-                     f"{ceilings['copy_gbps']:.0f} GB/s takes {case.nbytes / ceilings['copy_gbps'] / 1e6:.4g} ms")
-    if case.flops and ceilings:
-        parts.append(f"{case.flops / 1e9:.4g} GFLOP at the measured matmul rate of "
-                     f"{ceilings['matmul_tflops']:.0f} TFLOP/s take {case.flops / ceilings['matmul_tflops'] / 1e9:.4g} ms")
-    case.status, case.cheat = FAIL, "below_physical_floor"
-    case.message = (f"measured {case.time_ms:.4g} ms, below the physical floor of {case.floor_ms:.4g} ms "
-                    f"({'; '.join(parts)}): impossible, so the time is rejected")
+    below = timing_evidence.impossible(case.time_ms, case.nbytes, case.flops, ceilings)
+    if below:
+        case.status, case.cheat, case.message = FAIL, "below_physical_floor", below
+
+
+def gpu_shared(run: WorkerRun, timings: dict) -> dict | None:
+    """What showed that the GPU was shared while this grade ran, or None: other processes seen on
+    it, and timed cases whose rounds disagreed far more than a steady GPU allows."""
+    rounds = [(key, t.get("round_speedups")) for key, t in timings.items()] + \
+        [(key, (r.get("timing") or {}).get("round_speedups")) for key, r in run.retimed.items()
+         if isinstance(r.get("timing"), dict)]
+    unsteady_cases = {}
+    for key, ratios in rounds:
+        if unsteady(ratios):
+            unsteady_cases[key] = max(unsteady_cases.get(key, 0.0), round(spread(ratios), 2))
+    if not run.gpu_processes and not unsteady_cases:
+        return None
+    return {"processes": list(run.gpu_processes),
+            "unsteady_cases": [{"case": key, "spread": value} for key, value in unsteady_cases.items()]}
+
+
+def _judge_timing(case: CaseResult, kata: Kata, planned: PlannedCase, timing: dict | None, run: WorkerRun,
+                  physical: dict | None, shared: dict | None, disturbed: list[dict]) -> None:
+    """Name a timing-based cheat only on evidence that reproduced on a quiet GPU: the referee
+    timed a suspect case again (WorkerRun.retimed), and this second timing shows it too. Else no
+    cheat: an impossible time is not counted, and the grade says the timings were disturbed."""
+    if case.cheat or not case.timed or timing is None:
+        return
+    first = run.retimed.get(planned.key)
+    suspected = timing_evidence.suspicion(kata, planned, timing, physical, None)
+    # Without a referee (a run put together in tests) there was nobody to time it again.
+    reproduced = suspected is not None and (first is not None or run.timing_reports is None)
+    if suspected and reproduced and not shared:
+        reason, message = suspected
+        case.status, case.cheat, case.message = FAIL, reason, message
+        return
+    if suspected:
+        why = "the GPU was shared (gpu_shared)" if shared else "a second timing did not show it"
+        disturbed.append({"case": planned.key, "reason": suspected[0], "message": suspected[1],
+                          "outcome": f"no cheat named: {why}" + (
+                              "; the time is not counted" if suspected[0] == "below_physical_floor" else "")})
+        if suspected[0] == "below_physical_floor":
+            case.time_ms = case.baseline_ms = case.speedup = case.roofline = case.floor_ms = None
+            case.round_speedups = case.timing_method = None
+            case.message = f"time not counted: {suspected[1]}; {why}"
+    elif first is not None:
+        disturbed.append({"case": planned.key, "reason": first["reason"], "message": first["message"],
+                          "outcome": "timed again: the second timing did not show it, so no cheat is "
+                                     "named and the second timing counts"})
+
+
+def _environment(env: dict, ceilings: dict | None, physical: dict | None, run: WorkerRun) -> dict:
+    """The JSON's environment: versions, the ceilings of the credit and of the cheat floor."""
+    found = dict(env.get("versions", {}), grader=__version__, ceilings=ceilings)
+    if physical and physical != ceilings:
+        found["physical_ceilings"] = {k: physical[k] for k in ceilings_cache.RATES if k in physical}
+    if env.get("ceilings_note"):
+        found["ceilings_note"] = env["ceilings_note"]
+    if run.remeasured:
+        found["ceilings_remeasured"] = run.remeasured
+    if run.gpu_watch:
+        found["gpu_processes_seen_by"] = run.gpu_watch
+    return found
 
 
 def _stopped_early_message(run: WorkerRun, in_progress: dict | None, started: bool,

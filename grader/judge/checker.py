@@ -403,6 +403,10 @@ def serve(request_path: str, requests, replies) -> int:
         ask = json.loads(line)
         if ask["op"] == "case":
             answer = {"result": checker.check_case(plan[ask["key"]], ask["result"])}
+        elif ask["op"] == "ceilings":  # measured again in a trusted process (a floor in question)
+            from grader.timing.timer import measure_ceilings
+
+            answer = {"ceilings": measure_ceilings()}
         else:
             answer = {"failure": checker.check_samples(plan[ask["key"]], ask["samples"],
                                                        ask["method"], ask["sets"], ask.get("change_keys"))}

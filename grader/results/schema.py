@@ -115,6 +115,12 @@ class GradeResult:
     sandbox: dict[str, Any] = field(default_factory=dict)  # the limits the submission ran under
     # The cases this grade was limited to (`kata grade --case`): a partial grade, never recorded.
     only_cases: list[str] | None = None
+    # Set when the GPU was shared while this grade ran: {processes: [{pid, name, used_mib, when}],
+    # unsteady_cases: [{case, spread}]}. Its speed is unreliable, no timing-based cheat is named,
+    # and leaderboards do not rank it (docs/RESULTS.md).
+    gpu_shared: dict[str, Any] | None = None
+    # Timings that looked like a cheat and were not named: {case, reason, message, outcome}.
+    timings_disturbed: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def cases(self) -> list[CaseResult]:

@@ -159,6 +159,18 @@ class Referee(threading.Thread):
         # checked case the worker starts, and called before timing, which needs the GPU alone.
         self.case_started = lambda key: None
         self.before_timing = lambda: None
+        # Evidence from timings must reproduce (docs/SCORING.md, "Evidence from timings"): the
+        # grading parent's `suspect(key, timing)` says what a timing would accuse the submission
+        # of, ((reason, message) or None), and a suspect timing is timed again before anything is
+        # named. `retimed` keeps each first suspect timing: {key: {reason, message, timing}};
+        # `remeasured` the ceilings the checker measured again before a floor was re-judged.
+        self.suspect = lambda key, timing: None
+        self.retimed: dict[str, dict] = {}
+        self.remeasured: list[dict] = []
+        # Told when the GPU could be shared ("env", "time", "timed"): the parent looks for other
+        # processes on it (grader.grading.gpu_sharing).
+        self.look_at_gpu = lambda when: None
+        self._timing_limits: dict[str, float] = {}
 
     # -- the thread ------------------------------------------------------------------------
     def run(self) -> None:
@@ -216,16 +228,20 @@ class Referee(threading.Thread):
                 self.case_started(key)
         if phase == "timing":
             self._timing_started.add(key)
+            self._timing_limits[key] = float(limit)
         return {}
 
     def _on_env(self, request, key):
         fields = {k: request.get(k) for k in ("device", "versions", "ceilings", "ceilings_measured")}
+        extra = {k: request[k] for k in ("gpu_uuid", "ceilings_note") if request.get(k) is not None}
         if self.env is not None or len(self.timeline) > 1 or not isinstance(fields["device"], str) \
                 or not isinstance(fields["versions"], dict) \
-                or not isinstance(fields["ceilings"], (dict, type(None))):
+                or not isinstance(fields["ceilings"], (dict, type(None))) \
+                or not all(isinstance(v, str) for v in extra.values()):
             self.forgeries.append("the worker's environment told twice, late or malformed")
             return {}
-        self.env = fields
+        self.env = dict(fields, **extra)
+        self.look_at_gpu("env")  # the ceilings were measured just now
         return {}
 
     def _on_sandbox(self, request, key):
@@ -248,12 +264,41 @@ class Referee(threading.Thread):
         if key in self.timing_reports or not in_flight or not well_formed:
             self.forgeries.append(f"the timing of {key} told twice, out of turn or malformed")
             return {}
+        if timing is not None:
+            self.look_at_gpu("timed")
+            if key not in self.retimed and self._retime(key, timing):
+                return {"again": True}
         self.timing_reports[key] = {"timing": timing} if timing is not None else \
             {"error": {"message": error["message"], "cheat": error.get("cheat")}}
         with self._lock:
             if self.current is not None and self.current["key"] == key:
                 self.current = None  # the case's timing is over
         return {}
+
+    def _retime(self, key: str, timing: dict) -> bool:
+        """A first timing the parent finds suspect: keep it, re-measure the ceilings first where
+        a floor is in question (in the checker, a trusted process, while the worker waits), and
+        have the case timed afresh, from a new choice of kept calls and new input changes."""
+        try:
+            suspected = self.suspect(key, timing)
+        except Exception as exc:  # noqa: BLE001 - the parent's own fault: judge it at the end
+            self.errors.append(f"judging the timing of {key}: {type(exc).__name__}: {exc}")
+            return False
+        if not suspected:
+            return False
+        reason, message = suspected
+        self.retimed[key] = {"reason": reason, "message": message, "timing": timing}
+        if reason == "below_physical_floor":
+            fresh = self._judge("measure_ceilings", key)
+            if isinstance(fresh, dict):
+                self.remeasured.append(fresh)
+        for kept in (self._chosen, self._asked, self._change_keys):
+            kept.pop(key, None)
+        with self._lock:  # the second timing gets the case's timing limit afresh
+            self.current = {"key": key, "phase": "timing", "started": time.monotonic(),
+                            "limit_s": self._timing_limits.get(key, 60.0)}
+        self.progress({"type": "start", "key": key, "phase": "timing again"})
+        return True
 
     def _on_case(self, request, key):
         result = request.get("result")
@@ -311,6 +356,7 @@ class Referee(threading.Thread):
         self._end_case()
         if go:
             self.before_timing()
+            self.look_at_gpu("time")
         if go and self._turns is not None and not self._timing_held:
             self.progress({"type": "start", "key": "(waiting for the GPU)", "phase": "timing"})
             self._turns.timing_begin()  # no other grade's cases run while this one times

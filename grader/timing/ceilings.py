@@ -1,4 +1,13 @@
-"""The per-device ceilings cache: measured once per device and software stack, then reused."""
+"""The per-device ceilings: the cache of measured rates, and the datasheet peaks they answer to.
+
+Two uses, two ceilings (docs/SCORING.md, "Ceilings"):
+- roofline *credit* uses the best rates ever measured on this device and software stack (what a
+  kernel can reach here); a measurement can only raise them, so one taken on a busy GPU never
+  lowers the bar;
+- the *cheat floor* (`below_physical_floor`) uses the physical ceilings: the larger of those and
+  the device's datasheet peak where it is known, so a floor can never sit above what the
+  hardware allows, whatever was measured.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,24 @@ import os
 from pathlib import Path
 
 from grader.paths import cache_dir
+
+RATES = ("copy_gbps", "matmul_tflops")
+# Dense bf16 tensor-core TFLOP/s and HBM GB/s from NVIDIA's datasheets (the sparse figures
+# halved), matched by a lower-case part of the device name, first match wins. The TFLOP/s are
+# at the datasheet's boost clock; a card may clock up to ~8% higher (H100 SXM: 1980 vs 1830 MHz),
+# which the floor's 10% margin (grader.grading.runner.FLOOR_MARGIN) covers.
+DATASHEET = (
+    ("gh200", {"matmul_tflops": 989.5, "copy_gbps": 4900.0}),
+    ("h200", {"matmul_tflops": 989.5, "copy_gbps": 4800.0}),
+    ("h100 nvl", {"matmul_tflops": 835.5, "copy_gbps": 3900.0}),
+    ("h100 pcie", {"matmul_tflops": 756.5, "copy_gbps": 2000.0}),
+    ("h100", {"matmul_tflops": 989.5, "copy_gbps": 3350.0}),
+    ("h800", {"matmul_tflops": 989.5, "copy_gbps": 3350.0}),
+    ("a100", {"matmul_tflops": 312.0, "copy_gbps": 2039.0}),
+)
+# A cached rate below this share of the datasheet peak was not measured on an idle device
+# (an idle H100/H200 measures ~70% of the matmul peak and ~85% of the bandwidth): measure again.
+FAR_OFF = 0.5
 
 
 def _path() -> Path:
@@ -25,17 +52,66 @@ def load_all() -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def _rate(ceilings: dict | None, name: str) -> float | None:
+    value = (ceilings or {}).get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def best(*measured: dict | None) -> dict | None:
+    """The best of several measurements of one device: each rate the highest any of them saw
+    (a measurement can only raise a ceiling), the other fields the last one's."""
+    found = [m for m in measured if isinstance(m, dict)]
+    if not found:
+        return None
+    merged = {}
+    for m in found:
+        merged.update({k: v for k, v in m.items() if k not in RATES})
+    for name in RATES:
+        rates = [r for r in (_rate(m, name) for m in found) if r is not None]
+        if rates:
+            merged[name] = max(rates)
+    return merged
+
+
 def save(key: str, ceilings: dict) -> None:
+    """Keep `ceilings` for `key`, merged with what is cached: a rate only ever rises."""
     path = _path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = load_all()
-        data[key] = ceilings
+        data[key] = best(data.get(key), ceilings)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.replace(path)  # atomic: a concurrent grade never reads half a file
     except OSError:
         pass  # a read-only cache only costs a re-measurement next time
+
+
+def datasheet(device: str | None) -> dict | None:
+    """The device's datasheet peaks ({copy_gbps, matmul_tflops}), or None for a device not listed."""
+    name = (device or "").lower()
+    return next((dict(peaks) for part, peaks in DATASHEET if part in name), None)
+
+
+def physical(ceilings: dict | None, device: str | None) -> dict | None:
+    """The ceilings a cheat floor rests on: each rate the larger of the measured one and the
+    datasheet peak, so a floor worked out from them is never above what the device can do."""
+    return best(ceilings, datasheet(device))
+
+
+def far_off(ceilings: dict | None, device: str | None) -> list[str]:
+    """What in `ceilings` is far below the device's datasheet peak (a measurement taken while
+    something else used the GPU): sentences, empty when nothing is (or the device is unknown)."""
+    peaks = datasheet(device)
+    if not peaks or not ceilings:
+        return []
+    units = {"copy_gbps": "GB/s copy bandwidth", "matmul_tflops": "TFLOP/s bf16 matmul rate"}
+    found = []
+    for name in RATES:
+        rate = _rate(ceilings, name)
+        if rate is not None and rate < FAR_OFF * peaks[name]:
+            found.append(f"{rate:.0f} {units[name]} (the datasheet peak is {peaks[name]:.0f})")
+    return found
 
 
 def floor_ms(nbytes: float | None, flops: float | None, ceilings: dict) -> float | None:

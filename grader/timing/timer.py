@@ -38,6 +38,7 @@ import torch
 import triton.testing
 
 from grader.timing.ceilings import floor_ms  # noqa: F401 - the timer's callers import it from here
+from grader.timing.evidence import SLOW_FIRST_FACTOR, SLOW_FIRST_MIN_MS, slow_first  # noqa: F401
 from grader.timing.host_syncs import HostSyncs, watched
 from grader.timing.perturb import Perturber, change_call, seeded_keys, tensors
 
@@ -59,7 +60,6 @@ SHORT_MS = 0.02  # shorter kernels are timed through CUDA-graph replay
 GRAPH_TARGET_MS = 0.25  # one replay runs at least this long
 MAX_GRAPH_CALLS = 64
 FLUSH_BYTES = 256 << 20
-SLOW_FIRST_FACTOR, SLOW_FIRST_MIN_MS = 20.0, 2.0
 
 
 @dataclass
@@ -328,16 +328,9 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
 
 
 def slow_first_calls(timing: Timing) -> str | None:
-    """A cheat's tell: first calls far slower than the rest, long after compilation finished."""
-    if not timing.warmup_ms:
-        return None
-    first = max(timing.warmup_ms)
-    if first > SLOW_FIRST_FACTOR * timing.time_ms and first - timing.time_ms > SLOW_FIRST_MIN_MS:
-        return (f"the first timed calls took up to {first:.3g} ms against a median of "
-                f"{timing.time_ms:.3g} ms, although the kernel was compiled and run before timing "
-                "began: slowing the first calls down is a known trick against timers that size "
-                "their runs from them")
-    return None
+    """A cheat's tell: first calls far slower than the rest (grader.timing.evidence.slow_first;
+    the parent judges it, and names it only when a second timing shows it again)."""
+    return slow_first(timing.warmup_ms, timing.time_ms)
 
 
 def held_median_ms(fn, rep_ms: float = 100.0, warmup_ms: float = 25.0) -> float:
