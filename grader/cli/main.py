@@ -211,7 +211,7 @@ def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
 
 
 def format_result(result) -> str:
-    from grader.results.report import grade_time
+    from grader.results.report import grade_time, speed_notes
     colour = {"pass": "green", "fail": "red", "error": "red"}[result.status]
     b = result.score_breakdown
     lines = [click.style(f"{result.kata}: {result.status.upper()}", fg=colour, bold=True)
@@ -237,6 +237,8 @@ def format_result(result) -> str:
     else:
         lines.append("\nspeed not measured (" + ("Triton interpreter: correctness only"
                      if result.mode == "interpret" else "not every case was correct") + ")")
+    for note in speed_notes(result):
+        lines.append(click.style(note, fg="yellow"))
     if result.duration_s is not None:
         lines.append(f"graded in {grade_time(result)}")
     reasons = Counter(s["reason"] for s in result.skipped)

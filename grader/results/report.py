@@ -49,6 +49,30 @@ def grade_time(result: GradeResult) -> str:
     return f"{result.duration_s:.1f} s" + (f" ({', '.join(shown)})" if shown else "")
 
 
+def speed_notes(result: GradeResult) -> list[str]:
+    """Sentences that qualify the grade's speed: a shared GPU (speed unreliable, not ranked),
+    timings that looked like a cheat and were not named, ceilings measured again. Empty when
+    there is nothing to say."""
+    notes = []
+    shared = getattr(result, "gpu_shared", None)
+    if shared:
+        seen = []
+        for p in shared.get("processes") or []:
+            memory = f", {p['used_mib']} MiB" if p.get("used_mib") is not None else ""
+            seen.append(f"{p.get('name') or 'a process'} (pid {p.get('pid')}{memory})")
+        for u in shared.get("unsteady_cases") or []:
+            seen.append(f"timing rounds of {u.get('case')} {u.get('spread')}x apart")
+        notes.append("Speed unreliable: the GPU was shared while this grade ran (" + "; ".join(seen)
+                     + "). No timing-based cheat is named and leaderboards do not rank this grade; "
+                     "grade again on an idle GPU for a speed that counts")
+    for d in getattr(result, "timings_disturbed", None) or []:
+        notes.append(f"Timings disturbed in {d.get('case')}: the first timing looked like "
+                     f"{d.get('reason')} ({d.get('message')}); {d.get('outcome')}")
+    if result.environment.get("ceilings_note"):
+        notes.append("Device ceilings: " + result.environment["ceilings_note"])
+    return notes
+
+
 def template_environment() -> jinja2.Environment:
     """The templates/ folder with the number filters every report, debrief and board shares."""
     env = jinja2.Environment(
@@ -65,6 +89,7 @@ def template_environment() -> jinja2.Environment:
     env.filters["shape"] = lambda v: "-" if v is None else "x".join(str(d) for d in v) or "scalar"
     env.filters["sentence"] = _sentence
     env.filters["grade_time"] = grade_time
+    env.filters["speed_notes"] = speed_notes
     return env
 
 

@@ -78,6 +78,9 @@ class Attempt:
     cases_passed: int
     cases_total: int  # cases that ran (skipped ones not counted)
     origin: str  # local | import
+    # The GPU was shared while it ran (the grade JSON's gpu_shared): its speed is unreliable and
+    # leaderboards do not rank it. Read from the stored JSON, so older stores need no migration.
+    gpu_shared: bool = False
 
 
 @dataclass(frozen=True)
@@ -369,12 +372,13 @@ def attempts(db_path: Path, kata: str | None = None, handle: str | None = None,
         "SELECT g.id, g.attempt_id, g.handle, g.kata, g.graded_at, g.mode, g.label, g.status, "
         "g.correct, g.score, g.speedup, g.roofline, g.threshold, g.device, g.torch_version, "
         "g.triton_version, g.grader_version, g.submission_sha256, "
-        "COALESCE(SUM(t.cases_passed), 0), COALESCE(SUM(t.cases_total), 0), g.origin "
+        "COALESCE(SUM(t.cases_passed), 0), COALESCE(SUM(t.cases_total), 0), g.origin, "
+        "json_type(g.result_json, '$.gpu_shared') = 'object' "
         f"FROM grades g LEFT JOIN grade_tasks t ON t.grade_id = g.id{where} "
         "GROUP BY g.id ORDER BY g.graded_at, g.id")
     with _open(db_path) as conn:
         rows = conn.execute(query, params).fetchall()
-    return [Attempt(*row[:8], bool(row[8]), *row[9:]) for row in rows]
+    return [Attempt(*row[:8], bool(row[8]), *row[9:-1], bool(row[-1])) for row in rows]
 
 
 def best_by_kata(db_path: Path, handle: str | None = None) -> dict[str, BestScore]:

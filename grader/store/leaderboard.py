@@ -176,7 +176,8 @@ def build_leaderboard(attempts: list[Attempt], kata: str | None = None,
               and (device is None or device.lower() in (a.device or UNKNOWN_DEVICE).lower())]
     by_device: dict[str, list[Attempt]] = {}
     for a in chosen:
-        if a.mode == "gpu":
+        # A grade timed on a shared GPU is not ranked: its speed says as much about the others.
+        if a.mode == "gpu" and not a.gpu_shared:
             by_device.setdefault(a.device or UNKNOWN_DEVICE, []).append(a)
     boards = [device_board(name, rows) for name, rows in by_device.items()]
     boards.sort(key=lambda b: (-len(b.overall), b.device))  # the busiest board first
