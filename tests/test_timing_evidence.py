@@ -286,8 +286,11 @@ def test_other_processes_are_those_on_our_gpu_the_grader_did_not_start():
 
 def test_process_ids_of_another_namespace_are_counted_not_matched():
     listed = [{"pid": 9001, "gpu_uuid": "a"}, {"pid": 9002, "gpu_uuid": "a"}]
-    assert gpu_sharing.others(listed, "a", {os.getpid(), 11, 12}) == []  # our worker and checker
-    assert len(gpu_sharing.others(listed, "a", {os.getpid(), 11})) == 2
+    holding = {11, 12}.__contains__  # our worker and checker hold the GPU; this process does not
+    assert gpu_sharing.others(listed, "a", {os.getpid(), 11, 12}, holding) == []
+    assert len(gpu_sharing.others(listed + [{"pid": 9003, "gpu_uuid": "a"}], "a", {os.getpid(), 11, 12},
+                                  holding)) == 3
+    assert gpu_sharing.holds_gpu(os.getpid()) is False  # no GPU here
 
 
 def test_the_watch_remembers_each_other_process_once_with_when_it_was_seen():

@@ -5,7 +5,7 @@
 A process is "other" unless the grader started it: the workers, checkers and compile-ahead
 helpers of every grade this process runs (selftest grades side by side), and this process.
 Inside a container the driver may list process ids of another namespace, none of them ours:
-then only processes beyond the number of ours count, and all are listed.
+then processes beyond the number of ours that hold a GPU device file count, and all are listed.
 """
 
 from __future__ import annotations
@@ -99,12 +99,30 @@ def compute_processes() -> tuple[list[dict] | None, str]:
     return (found, "nvidia-smi") if found is not None else (None, "unavailable")
 
 
-def others(listed: list[dict], gpu_uuid: str | None, mine: set[int]) -> list[dict]:
+def holds_gpu(pid: int) -> bool:
+    """Whether the process has a GPU's device file open (/dev/nvidiaN): what a CUDA context
+    needs. False where it cannot be told (gone, another user's)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/dev/nvidia") and target[len("/dev/nvidia"):].isdigit():
+            return True
+    return False
+
+
+def others(listed: list[dict], gpu_uuid: str | None, mine: set[int], holding=holds_gpu) -> list[dict]:
     """The processes in `listed` on our GPU (all GPUs where its uuid is unknown) that are not ours."""
     here = [p for p in listed if not gpu_uuid or p.get("gpu_uuid") == _bare_uuid(gpu_uuid)]
     if here and not any(p["pid"] in mine for p in here):
-        # None of ours listed, though the worker holds a context: another namespace's ids.
-        return here if len(here) > len(mine - {os.getpid()}) else []
+        # None of ours listed, though the worker holds a context: the driver lists the ids of
+        # another namespace (a container). Count: more than ours that hold a GPU means others.
+        return here if len(here) > sum(1 for pid in mine if holding(pid)) else []
     return [p for p in here if p["pid"] not in mine]
 
 

@@ -69,19 +69,22 @@ def vector_add(x, y):
 
 
 def test_slow_first_timed_calls(tmp_path):
-    # The two checked calls per shape are honest; the next few (the first timed ones) stall.
+    # A timing-aware submission: the first call after a pause (the first timed call of every
+    # timing, the second timing the grader asks for included) stalls. A stall seen once is no
+    # evidence (another process's, say); this one reproduces, so it is named.
     body = '''
 import time
 
-_calls = {}
+_last = [None]
 
 
 def vector_add(x, y):
-    key = (x.numel(), x.dtype)
-    _calls[key] = _calls.get(key, 0) + 1
+    now = time.perf_counter()
+    paused = _last[0] is not None and now - _last[0] > 0.2
+    _last[0] = now
     out = torch.empty_like(x)
-    if 3 <= _calls[key] <= 5:
-        torch.cuda._sleep(200_000_000)  # about 0.1 s of GPU time, inside the timed window
+    if paused:
+        torch.cuda._sleep(100_000_000)  # about 50 ms of GPU time, inside the timed window
     launch(x, y, out)
     return out
 '''
