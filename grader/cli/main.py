@@ -192,6 +192,7 @@ class LiveProgress:
             self.failed += event.get("status") != "pass"
             return
         what = "timing" if event.get("phase") == "timing" else "checking"
+        what += " again" if event.get("again") else ""  # a suspect timing, timed afresh
         failed = f", {self.failed} failed" if self.failed else ""
         line = f"  [{self.done} checked{failed}] {what} {event['key']}"
         click.echo("\r\x1b[2K" + line[:119], nl=False, err=True)

@@ -297,7 +297,7 @@ class Referee(threading.Thread):
         with self._lock:  # the second timing gets the case's timing limit afresh
             self.current = {"key": key, "phase": "timing", "started": time.monotonic(),
                             "limit_s": self._timing_limits.get(key, 60.0)}
-        self.progress({"type": "start", "key": key, "phase": "timing again"})
+        self.progress({"type": "start", "key": key, "phase": "timing", "again": True})
         return True
 
     def _on_case(self, request, key):
