@@ -56,6 +56,10 @@ def test_cached_ceilings_far_below_the_datasheet_are_called_off():
     assert any("264 TFLOP/s" in s for s in ceilings.far_off(POISONED, H200))
     assert ceilings.far_off(IDLE, H200) == []
     assert ceilings.far_off(POISONED, "Some Future GPU") == []
+    # A device not listed: against the best measured on it under another software stack.
+    cache = {"Some Future GPU|torch 2.10|triton 3.5": dict(IDLE, device="Some Future GPU")}
+    assert any("measured here before: 708" in s for s in ceilings.far_off(POISONED, "Some Future GPU", cache))
+    assert ceilings.far_off(IDLE, "Some Future GPU", cache) == []
 
 
 def test_the_issue_s_matmul_reference_is_not_below_the_physical_floor():

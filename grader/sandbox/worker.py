@@ -577,8 +577,9 @@ def main(request_path: str) -> int:
     warm_up = bool(request.get("warm_up"))
     note = None
     if device == "cuda":
-        ceilings = request.get("ceilings_cache", {}).get(cache_key(device_name, versions))
-        off = far_off(ceilings, device_name)
+        cache = request.get("ceilings_cache", {})
+        ceilings = cache.get(cache_key(device_name, versions))
+        off = far_off(ceilings, device_name, cache)
         if off and not warm_up:  # measured on a busy GPU, most likely: not this device's ceilings
             note = f"the cached ceilings were far below what this device reaches ({'; '.join(off)}): measured again"
             ceilings = None

@@ -99,18 +99,25 @@ def physical(ceilings: dict | None, device: str | None) -> dict | None:
     return best(ceilings, datasheet(device))
 
 
-def far_off(ceilings: dict | None, device: str | None) -> list[str]:
-    """What in `ceilings` is far below the device's datasheet peak (a measurement taken while
-    something else used the GPU): sentences, empty when nothing is (or the device is unknown)."""
+def far_off(ceilings: dict | None, device: str | None, cache: dict | None = None) -> list[str]:
+    """What in `ceilings` is far below what the device reaches (a measurement taken while
+    something else used the GPU): its datasheet peak, or for a device not listed the best rate
+    measured on it under any software stack in `cache`. Sentences; empty when nothing is."""
     peaks = datasheet(device)
-    if not peaks or not ceilings:
+    if not ceilings:
+        return []
+    what = "the datasheet peak"
+    if not peaks:
+        other = [v for k, v in (cache or {}).items() if isinstance(k, str) and k.startswith(f"{device}|")]
+        peaks, what = best(*other), "measured here before"
+    if not peaks:
         return []
     units = {"copy_gbps": "GB/s copy bandwidth", "matmul_tflops": "TFLOP/s bf16 matmul rate"}
     found = []
     for name in RATES:
-        rate = _rate(ceilings, name)
-        if rate is not None and rate < FAR_OFF * peaks[name]:
-            found.append(f"{rate:.0f} {units[name]} (the datasheet peak is {peaks[name]:.0f})")
+        rate, peak = _rate(ceilings, name), _rate(peaks, name)
+        if rate is not None and peak is not None and rate < FAR_OFF * peak:
+            found.append(f"{rate:.0f} {units[name]} ({what}: {peak:.0f})")
     return found
 
 
