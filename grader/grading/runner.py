@@ -576,7 +576,7 @@ def _timing_form(timing) -> bool:
         and all(timing.get(k) is not None for k in _TIMING_REQUIRED) \
         and all(_finite_positive(timing[k]) for k in _TIMES) \
         and all(_finite_positive(r) for r in timing["round_speedups"]) \
-        and all(_finite_positive(t) for t in timing.get("warmup_ms") or [])
+        and all(_finite_positive(t) or t == 0 for t in timing.get("warmup_ms") or [])
 
 
 # The other events the parent reads (grader.sandbox.worker.main): the field each has, and the
