@@ -15,6 +15,7 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 
+PID_MAX = 1 << 22  # the largest pid Linux hands out
 _OURS: set[int] = set()
 _LOCK = threading.Lock()
 
@@ -53,6 +54,8 @@ def _nvml() -> list[dict] | None:
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
             uuid = pynvml.nvmlDeviceGetUUID(handle)
             for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                if not 0 < int(proc.pid) <= PID_MAX:  # a struct of another NVML version: garbage
+                    return None
                 try:
                     name = pynvml.nvmlSystemGetProcessName(proc.pid)
                 except pynvml.NVMLError:
