@@ -8,7 +8,8 @@ secret choice of which timed calls are verified, drawn from the operating system
 in this process, never in the worker's.
 
 Every question is answered once: a question asked twice (the submission reading ahead on the
-worker's socket) voids the grade.
+worker's socket) voids the grade. The one exception is the parent's own: a timing it finds
+suspect it answers with "again", and the case's timing questions start afresh, once.
 """
 
 from __future__ import annotations
