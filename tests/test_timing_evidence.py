@@ -158,6 +158,15 @@ def test_a_timing_is_timed_again_only_once_and_an_honest_one_never(referee_line)
     assert _time_once(line, key, 0.1) == {} and referee.retimed == {}
 
 
+def test_ceilings_that_cannot_be_measured_again_leave_the_second_timing_to_decide(referee_line):
+    line, referee, judge, _ = referee_line(lambda key, timing: ("below_physical_floor", "too fast"))
+    judge.measure_ceilings = lambda: 1 / 0
+    key = PLAN[0]["key"]
+    line.ask("start", key=key, phase="timing", limit_s=10)
+    assert _time_once(line, key, 0.1) == {"again": True}
+    assert referee.errors == [] and "ZeroDivisionError" in referee.retimed[key]["ceilings_not_remeasured"]
+
+
 def test_a_suspect_judge_that_fails_times_nothing_again(referee_line):
     line, referee, _, _ = referee_line(lambda key, timing: 1 / 0)
     key = PLAN[0]["key"]

@@ -290,9 +290,13 @@ class Referee(threading.Thread):
         reason, message = suspected
         self.retimed[key] = {"reason": reason, "message": message, "timing": timing}
         if reason == "below_physical_floor":
-            fresh = self._judge("measure_ceilings", key)
-            if isinstance(fresh, dict):
-                self.remeasured.append(fresh)
+            try:
+                fresh = self.judge.measure_ceilings()
+            except Exception as exc:  # noqa: BLE001 - the GPU full, say: the second timing still decides
+                self.retimed[key]["ceilings_not_remeasured"] = f"{type(exc).__name__}: {exc}"[:300]
+            else:
+                if isinstance(fresh, dict):
+                    self.remeasured.append(fresh)
         for kept in (self._chosen, self._asked, self._change_keys):
             kept.pop(key, None)
         with self._lock:  # the second timing gets the case's timing limit afresh
