@@ -575,7 +575,7 @@ def main(request_path: str) -> int:
     # A compile-ahead helper (grader.grading.compile_ahead): it runs cases only to fill Triton's
     # cache, and nobody reads its results; it measures nothing and runs no baseline.
     warm_up = bool(request.get("warm_up"))
-    note = None
+    note, cache = None, {}
     if device == "cuda":
         cache = request.get("ceilings_cache", {})
         ceilings = cache.get(cache_key(device_name, versions))
@@ -586,6 +586,10 @@ def main(request_path: str) -> int:
     if device == "cuda" and not ceilings and not warm_up:
         # Measured before the submission is imported, so nothing it does can skew them.
         ceilings, measured = measure_ceilings(), True
+        still = far_off(ceilings, device_name, cache)
+        if still:  # said in the report; the parent keeps nothing measured on a shared GPU
+            note = ((note + "; ") if note else "") + (
+                f"measured now, still far below ({'; '.join(still)}): something else is probably using the GPU")
     env = {"device": device_name, "versions": versions, "ceilings": ceilings, "ceilings_measured": measured}
     if device == "cuda":  # which GPU: the parent looks for other processes on it
         env["gpu_uuid"] = str(getattr(torch.cuda.get_device_properties(0), "uuid", "") or "") or None
