@@ -290,6 +290,8 @@ def test_other_processes_are_those_on_our_gpu_the_grader_did_not_start():
     found = gpu_sharing.others(listed, "aaaa-1111", gpu_sharing.ours())
     assert [p["pid"] for p in found] == [4242] and found[0]["used_mib"] == 30000
     assert [p["pid"] for p in gpu_sharing.others(listed, None, gpu_sharing.ours())] == [4242, 5151]
+    # A uuid the driver spells otherwise: the GPU our own processes are on.
+    assert [p["pid"] for p in gpu_sharing.others(listed, "uuid-0f-another-form", gpu_sharing.ours())] == [4242]
     gpu_sharing.register(4242)  # a worker of another grade of this process (selftest)
     try:
         assert gpu_sharing.others(listed, "GPU-AAAA-1111", gpu_sharing.ours()) == []

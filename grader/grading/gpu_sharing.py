@@ -122,6 +122,9 @@ def holds_gpu(pid: int) -> bool:
 def others(listed: list[dict], gpu_uuid: str | None, mine: set[int], holding=holds_gpu) -> list[dict]:
     """The processes in `listed` on our GPU (all GPUs where its uuid is unknown) that are not ours."""
     here = [p for p in listed if not gpu_uuid or p.get("gpu_uuid") == _bare_uuid(gpu_uuid)]
+    if gpu_uuid and not here:  # the uuid in another spelling: the GPUs our processes are on
+        gpus = {p.get("gpu_uuid") for p in listed if p["pid"] in mine}
+        here = [p for p in listed if not gpus or p.get("gpu_uuid") in gpus]
     if here and not any(p["pid"] in mine for p in here):
         # None of ours listed, though the worker holds a context: the driver lists the ids of
         # another namespace (a container). Count: more than ours that hold a GPU means others.
