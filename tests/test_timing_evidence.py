@@ -221,6 +221,13 @@ def test_slow_first_calls_seen_once_are_no_cheat_and_the_grade_says_the_timings_
     assert "did not show it" in result.timings_disturbed[0]["outcome"]
 
 
+def test_evidence_of_another_kind_the_second_time_is_no_evidence():
+    nbytes, _ = timing_evidence.cost(KATA, BENCH)
+    impossible = nbytes / 4800e9 * 1e3 * 0.5
+    result, case = _grade(_timing(time_ms=impossible, speedup=50.0), retimed=_first("slow_first_calls"))
+    assert result.cheats == [] and case.status == "pass" and not case.timed
+
+
 def test_a_suspect_timing_the_referee_never_timed_again_is_no_evidence():
     result, case = _grade(SLOW_FIRST)
     assert result.cheats == [] and case.status == "pass" and result.timings_disturbed

@@ -848,7 +848,8 @@ def _judge_timing(case: CaseResult, kata: Kata, planned: PlannedCase, timing: di
     first = run.retimed.get(planned.key)
     suspected = timing_evidence.suspicion(kata, planned, timing, physical, None)
     # Without a referee (a run put together in tests) there was nobody to time it again.
-    reproduced = suspected is not None and (first is not None or run.timing_reports is None)
+    reproduced = suspected is not None and (
+        run.timing_reports is None or (first is not None and first["reason"] == suspected[0]))
     if suspected and reproduced and not shared:
         reason, message = suspected
         case.status, case.cheat, case.message = FAIL, reason, message
