@@ -363,18 +363,22 @@ def test_a_grade_on_a_shared_gpu_is_stored_and_exported_but_never_ranked(tmp_pat
     from grader.store.leaderboard import build_leaderboard
 
     db = tmp_path / "r.sqlite"
+    # A NaN in a stored grade (an error of NaN outputs), and a submission that printed the key.
+    nan = make_grade(speedup=1.1, output='"gpu_shared": {"processes": []}')
+    nan.tasks[0].cases[0].max_abs_err = float("nan")
+    store.record_grade(nan, db, handle="cal")
     store.record_grade(make_grade(speedup=9.0, gpu_shared=SHARED), db, handle="ann")
     store.record_grade(make_grade(speedup=1.5), db, handle="bea")
     store.record_grade(make_grade(speedup=1.2), db, handle="ann")
     rows = store.attempts(db, everyone=True)
-    assert [a.gpu_shared for a in rows] == [True, False, False]
+    assert [a.gpu_shared for a in rows] == [False, True, False, False]
     board = build_leaderboard(rows).boards[0].katas[0]
-    assert [(e.handle, e.speedup) for e in board.entries] == [("bea", 1.5), ("ann", 1.2)]
+    assert [(e.handle, e.speedup) for e in board.entries] == [("bea", 1.5), ("ann", 1.2), ("cal", 1.1)]
     # An export carries the field; a store that imports it ranks it no more than this one.
     document = json.loads(json.dumps(export_document(store.stored_grades(db, everyone=True), "ann")))
     other = tmp_path / "other.sqlite"
     store.import_grades(other, parse_document(document, "export.json"))
-    assert [a.gpu_shared for a in store.attempts(other, everyone=True)] == [True, False, False]
+    assert [a.gpu_shared for a in store.attempts(other, everyone=True)] == [False, True, False, False]
 
 
 def test_a_store_written_before_gpu_shared_existed_reads_as_not_shared(tmp_path):
