@@ -38,7 +38,15 @@ def test_a_slow_kernel_is_timed_in_bounded_time(call_ms):
     spent = run.calls * (call_ms + baseline_ms)
     floor = sizing.FLOOR[0] * (sizing.FLOOR[1] + sizing.FLOOR[2])
     assert spent <= sizing.BUDGET_MS or run.calls == floor
-    assert run.calls >= floor and run.samples >= 2 and run.warmup >= 1
+    assert run.calls >= floor and run.samples >= 1 and run.warmup >= 1
+
+
+def test_a_grade_of_many_bench_cases_shares_one_budget():
+    assert sizing.case_budget_ms(2) == sizing.BUDGET_MS
+    assert sizing.case_budget_ms(24) * 24 == pytest.approx(sizing.GRADE_BUDGET_MS)
+    # A kernel of a second a call, in a kata of 24 bench cases: the floor, two calls a side.
+    run = sizing.plan_run(0.7, 1000.0, budget_ms=sizing.case_budget_ms(24))
+    assert run.calls == 2 and (run.rounds, run.warmup, run.samples) == sizing.FLOOR
 
 
 def test_slower_never_means_more_calls_and_a_graph_replay_counts_its_calls():

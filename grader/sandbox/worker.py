@@ -43,6 +43,7 @@ from grader.sandbox import integrity, launches, lockdown, progress
 from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
 from grader.sandbox.guardbands import GuardedFactories, guarded_copy
 from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
+from grader.timing import sizing
 from grader.timing.ceilings import cache_key
 from grader.timing.timer import measure_ceilings, slow_first_calls, time_pair
 
@@ -494,7 +495,7 @@ class CaseRunner:
             return 0.0
         return time.perf_counter() - started
 
-    def time_case(self, planned, line: ParentLine) -> dict:
+    def time_case(self, planned, line: ParentLine, budget_ms: float = sizing.BUDGET_MS) -> dict:
         """Submission vs baseline on fresh input sets; the timed calls the parent chose go to it."""
         def make_args(salt):
             inputs = self.inputs(planned, salt)
@@ -510,7 +511,7 @@ class CaseRunner:
         try:
             timing = time_pair(self.fn, baseline, make_args, seed=case_seed(self.seed, planned["key"] + "/rng"),
                                launch_log=launches.log, sampler=sampler,
-                               call_ms=call_s * 1e3 if call_s is not None else None)
+                               call_ms=call_s * 1e3 if call_s is not None else None, budget_ms=budget_ms)
         finally:
             launches.log.stop()
         self._check_integrity()
@@ -654,6 +655,7 @@ def main(request_path: str) -> int:
                 given_up.add(planned["task"])
         # Correctness first: a submission that is already wrong is not timed (unless asked).
         if device == "cuda" and line.ask("time").get("time"):
+            budget_ms = sizing.case_budget_ms(sum(1 for p in plan if p["bench"] and p["task"] not in failed_tasks))
             for planned in plan:
                 if planned["bench"] and planned["task"] not in failed_tasks:
                     reporter.emit({"type": "start", "key": planned["key"], "phase": "timing"})
@@ -661,7 +663,7 @@ def main(request_path: str) -> int:
                     # Each outcome goes to the parent on the line first: the events file is open
                     # to the submission, which could rewrite an earlier case's timing there.
                     try:
-                        timing = runners[planned["task"]].time_case(planned, line)
+                        timing = runners[planned["task"]].time_case(planned, line, budget_ms)
                     except CaseProblem as problem:
                         error = {"message": problem.message, "cheat": problem.cheat}
                         line.ask("timed", key=planned["key"], error=error)

@@ -4,9 +4,11 @@ By default the count comes from the baseline (about ROUND_MS of its kernel time 
 to 100 calls, 5 rounds of 3 warm-up calls and the samples): the submission cannot size its own
 run. But a correct kernel 100x slower than the baseline would then spend minutes in the timer,
 and slow is not hung: when the calls' cost (the submission's time per call, as measured in its
-checked calls, plus the baseline's) would take more than BUDGET_MS, the run shrinks to fit: one
-warm-up call per round (the kernel has already run twice at this shape), fewer samples, then
-fewer rounds, down to a floor of one round of one warm-up and two samples.
+checked calls, plus the baseline's) would take more than the case's budget, the run shrinks to
+fit: one warm-up call per round (the kernel has already run twice at this shape), fewer samples,
+then fewer rounds, down to a floor of one round of one warm-up call and one sample. A case's
+budget is BUDGET_MS, or less where the grade times many cases (GRADE_BUDGET_MS shared among
+them): a kernel of a second a call is timed in seconds, whatever the kata.
 
 The submission's checked-call time is its own (it could sleep in its checked calls): all it can
 buy is a shorter run of the same timer, whose median still measures every timed call it makes,
@@ -21,10 +23,11 @@ ROUNDS = 5
 WARMUP = 3  # untimed calls per round (timed separately in the first round, for the report)
 ROUND_MS = 10.0  # kernel time per round and side, from the baseline's estimate
 MIN_SAMPLES, MAX_SAMPLES = 10, 100
-BUDGET_MS = 3000.0  # kernel time (both sides) one bench case's timing may take, at the least calls
+BUDGET_MS = 3000.0  # kernel time (both sides) one bench case's timing may take, above the floor
+GRADE_BUDGET_MS = 20000.0  # shared among a grade's bench cases where they are many
 SLOW_WARMUP = 1
 SLOW_MIN_SAMPLES = 3  # per round, while there are several rounds
-FLOOR = (1, 1, 2)  # rounds, warm-up calls, samples: the least a timing makes
+FLOOR = (1, 1, 1)  # rounds, warm-up calls, samples: the least a timing makes
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,11 @@ class Run:
     def calls(self) -> int:
         """The submission's calls (or replays) in all: what the parent chooses its kept calls from."""
         return self.rounds * (self.warmup + self.samples)
+
+
+def case_budget_ms(bench_cases: int) -> float:
+    """One bench case's budget in a grade that times `bench_cases` of them."""
+    return min(BUDGET_MS, GRADE_BUDGET_MS / max(1, bench_cases))
 
 
 def baseline_samples(baseline_ms: float) -> int:

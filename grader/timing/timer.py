@@ -258,7 +258,7 @@ def graph_calls(estimate: float) -> int:
 
 def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
               use_graph: bool | None = None, sampler=None, watch_syncs: bool | None = None,
-              call_ms: float | None = None) -> Timing:
+              call_ms: float | None = None, budget_ms: float = sizing.BUDGET_MS) -> Timing:
     """Time submission and baseline, both on input sets drawn by make_args(salt) -> args tuple.
 
     Sets are drawn with salts "/timing<i>". Before its first timed call the sampler is told how
@@ -274,7 +274,7 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     timed by replay.
 
     `call_ms`: the submission's time per call as its checked calls took it, if known: a slow
-    kernel's run is shrunk to a bounded time (grader.timing.sizing).
+    kernel's run is shrunk to fit `budget_ms` (grader.timing.sizing).
     """
     flush = _flush_buffer()
     first = make_args("/timing0")
@@ -282,7 +282,7 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     short = estimate < SHORT_MS if use_graph is None else use_graph
     count = graph_calls(estimate) if short else 3
     sets = [first] + [make_args(f"/timing{i}") for i in range(1, count)]
-    run = sizing.plan_run(estimate, call_ms, count if short else 1)
+    run = sizing.plan_run(estimate, call_ms, count if short else 1, budget_ms)
     # Only the submission's calls change the inputs (the baseline caches nothing), so the changes
     # to the shared sets are the submission's alone and replay exactly. Each change's key comes
     # from the parent, one call at a time (the sampler's change_key): a submission that found
@@ -306,7 +306,7 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     if not short:
         if tried_graph:  # a failed capture may have run the submission on them: draw afresh
             sets = [make_args(f"/timing{i}") for i in range(3)]
-            run = sizing.plan_run(estimate, call_ms)
+            run = sizing.plan_run(estimate, call_ms, 1, budget_ms)
         watch = flush.is_cuda if watch_syncs is None else watch_syncs
         sub_side = _EagerSide(submission, sets, lambda call: sub_change(call, False), sampler, launch_log,
                               watch_call=run.warmup + run.samples if watch and run.rounds > 1 else None)
