@@ -50,6 +50,7 @@ class Recorder:
     def __init__(self):
         self._map: mmap.mmap | None = None
         self._depth = 0  # nested compile sections (an autotuner's benchmark compiles its config)
+        self._names: dict[str, bytes] = {}
 
     def open(self, path: str) -> None:
         with open(path, "r+b") as f:
@@ -86,12 +87,13 @@ class Recorder:
         if self._map is None:
             return
         at = now()
-        self._q(_LAUNCHES, self._get_q(_LAUNCHES) + 1)
-        self._q(_PROGRAMS, 0)
-        self._q(_GRID, 0)
-        self._d(_LAUNCH_AT, at)
-        self._d(_LAST_AT, at)
-        self._map[_NAME:_NAME + 48] = name.encode("utf-8", "replace")[:48].ljust(48, b"\0")
+        # launches, programs and grid are adjacent, and so are the launch's start and the last.
+        struct.pack_into("<3Q", self._map, _LAUNCHES, self._get_q(_LAUNCHES) + 1, 0, 0)
+        struct.pack_into("<2d", self._map, _LAUNCH_AT, at, at)
+        encoded = self._names.get(name)
+        if encoded is None:
+            encoded = self._names[name] = name.encode("utf-8", "replace")[:48].ljust(48, b"\0")
+        self._map[_NAME:_NAME + 48] = encoded
 
     def grid(self, programs: int) -> None:
         if self._map is not None:

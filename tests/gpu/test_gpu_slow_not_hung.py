@@ -101,3 +101,37 @@ def test_a_kernel_that_never_ends_gets_the_time_limit_waiting_for_the_gpu(tmp_pa
     assert "ran for more than 8 s" in result.message
     assert "(the last: add_after_flag)" in result.message and "waiting for the GPU" in result.message
     assert result.duration_s <= WALL_BOUND_S
+
+
+# Autotuned over 8 configurations, compiled afresh (a salt in the kernel's source), for each dtype.
+AUTOTUNED = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b in (256, 512, 1024, 2048)
+                          for w in (2, 4)], key=["n"])
+@triton.jit
+def add_tuned(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)  # SALT
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    add_tuned[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+    return out
+'''
+
+
+def test_compiling_and_autotuning_for_each_dtype_lengthen_the_cases_limit(tmp_path):
+    import secrets
+
+    # 3 s a case: far less than 8 cold compiles and an autotuning take, in every dtype's first case.
+    source = AUTOTUNED.replace("SALT", secrets.token_hex(8))
+    result = grade(get_kata("vector_add"), _solution(tmp_path, source), "gpu", case_timeout_s=3)
+    assert result.correct and result.status == "pass", result.message
+    assert "time_limit" not in [d["code"] for d in result.diagnoses]
