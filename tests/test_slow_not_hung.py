@@ -152,6 +152,8 @@ def test_how_far_tells_a_slow_interpreted_kernel_from_a_hang():
     hung = _snapshot(programs=1, grid=8, last_at=100.0)  # program 1 of 8 running for 12 s
     text, verdict = progress.describe(hung, 112.0)
     assert verdict is False and "program 1 of the 8" in text and "hang" in text
+    # The first program, started a moment ago: too soon to tell.
+    assert progress.describe(_snapshot(programs=1, grid=8, last_at=111.5), 112.0)[1] is None
     # Programs that had kept pace, then stopped: a hang in a later program.
     stalled = _snapshot(programs=50, grid=100, last_at=105.0)
     assert progress.describe(stalled, 112.0)[1] is False

@@ -68,6 +68,7 @@ class WorkerRun:
     sandbox: dict | None = None  # and its lockdown, likewise
     timing_reports: dict | None = None  # key -> {"timing": ...} or {"error": ...}, as the referee heard them
     how_far: str = ""  # where a worker stopped by the whole grade's time limit had got (grader.sandbox.progress)
+    how_far_slow: bool | None = None  # and whether that showed a slow kernel (True) or a hang (False)
 
     @property
     def timed_out(self) -> bool:
@@ -212,7 +213,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         helpers = compile_ahead.Helpers(runs, request, tmp_path, limits, _start_worker,
                                         lambda folder: _worker_env(mode, folder), referee.timeline)
         referee.case_started, referee.before_timing = helpers.case_started, helpers.stop
-        how_far = ""
+        how_far = ("", None)
         try:
             with open(output_path, "wb") as output:
                 proc = _start_worker(request_path, workdir, _worker_env(mode, tmp_path / "tmp"),
@@ -223,7 +224,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                     breach = watchdog.watch(proc, limits, output_path, seen,
                                             extra=lambda: _overdue(referee, plan_dicts, kata, tmp_path))
                     if breach is not None and breach.kind == "time" and breach.case is None:
-                        how_far = _how_far(referee, tmp_path)[0]
+                        how_far = _how_far(referee, tmp_path)
                 finally:
                     helpers.stop()
                     watchdog.freeze(seen)
@@ -251,7 +252,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          _read_output(output_path), corrupt, changed, referee.verdicts,
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
                          referee.timeline, referee.given_up, referee.timed, referee.env,
-                         referee.sandbox, referee.timing_reports, how_far)
+                         referee.sandbox, referee.timing_reports, *how_far)
 
 
 def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
@@ -829,6 +830,8 @@ def _stopped_early_message(run: WorkerRun, in_progress: dict | None, started: bo
         return run.breach.message
     if run.timed_out:
         how_far = f" {run.how_far}" if run.how_far else ""
+        if run.how_far_slow is not None:  # the sentence says which it was, and what to do
+            return f"{run.breach.message}{where}.{how_far}"
         return (f"{run.breach.message}{where}.{how_far} Look for an infinite loop in the launcher "
                 "or a kernel loop that never ends (raise the limit with --timeout if it is just slow).")
     if run.breach:

@@ -223,8 +223,10 @@ class Snapshot:
         to judge by (None)?"""
         if not self.grid or not self.launches or not self.programs:
             return None
-        pace = (self.last_at - self.launch_at) / (self.programs - 1) if self.programs > 1 else 0.0
-        return at - self.last_at < max(STALL_S, 4 * pace)
+        quiet = at - self.last_at
+        if self.programs == 1:  # no pace yet: a first program running for long is stuck
+            return False if quiet >= STALL_S else None
+        return quiet < max(STALL_S, 4 * (self.last_at - self.launch_at) / (self.programs - 1))
 
 
 def read(path: Path) -> Snapshot | None:
@@ -271,14 +273,14 @@ def describe(snap: Snapshot | None, at: float, timed: tuple[int, int] | None = N
     elif snap.stage in (CALL, WAITING):
         parts.append("no Triton kernel had been launched yet")
     advancing = snap.programs_advancing(at)
-    if advancing is not None:
+    if snap.grid and snap.launches and snap.programs:
         parts.append(f"the interpreter was running program {snap.programs} of the {snap.grid} in "
                      f"that launch's grid, started {quiet:.1f} s before")
         if advancing and snap.programs > 1:
             rate = (snap.programs - 1) / max(snap.last_at - snap.launch_at, 1e-6)
             parts.append(f"about {rate:.3g} programs a second, so that launch alone needed about "
                          f"{(snap.grid - snap.programs) / rate:.0f} s more")
-        slow = slow or advancing
+        slow = True if slow or advancing else advancing
     elif snap.stage == WAITING:
         parts.append("the host was waiting for the GPU to finish them")
     elif snap.launches and snap.stage == CALL and slow is None:
