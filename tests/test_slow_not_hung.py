@@ -105,6 +105,9 @@ def test_the_record_round_trips(recorder):
     snap = progress.read(path)
     assert (snap.launches, snap.programs, snap.grid, snap.calls, snap.stage, snap.name) == \
         (1, 3, 8, 1, progress.CALL, "add_kernel")
+    rec.returned()  # every program has run: no grid in flight
+    snap = progress.read(path)
+    assert (snap.launches, snap.programs, snap.grid) == (1, 0, 0)
     rec.begin(progress.TIMING)  # a new case or phase counts afresh
     assert progress.read(path).launches == 0
 

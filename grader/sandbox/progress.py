@@ -95,6 +95,12 @@ class Recorder:
             encoded = self._names[name] = name.encode("utf-8", "replace")[:48].ljust(48, b"\0")
         self._map[_NAME:_NAME + 48] = encoded
 
+    def returned(self) -> None:
+        """The launch returned: under the interpreter every program of its grid has run."""
+        if self._map is not None:
+            struct.pack_into("<2Q", self._map, _PROGRAMS, 0, 0)
+            self._d(_LAST_AT, now())
+
     def grid(self, programs: int) -> None:
         if self._map is not None:
             self._q(_GRID, max(0, int(programs)))
@@ -151,9 +157,13 @@ def install() -> None:
 
     def launching(original):
         def run(self, *args, **kwargs):
-            if not kwargs.get("warmup", False):
-                record.launched(getattr(getattr(self, "fn", None), "__name__", "a Triton kernel"))
-            return original(self, *args, **kwargs)
+            if kwargs.get("warmup", False):
+                return original(self, *args, **kwargs)
+            record.launched(getattr(getattr(self, "fn", None), "__name__", "a Triton kernel"))
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                record.returned()
         return run
 
     def compiling(original):
@@ -296,8 +306,8 @@ def describe(snap: Snapshot | None, at: float, timed: tuple[int, int] | None = N
         text += (" It was still making progress: the kernel looks slow, not hung. --timeout S "
                  "raises the limit, to get its verdict.")
     elif slow is False:
-        text += (f" Nothing new had started for {quiet:.0f} s: that looks like a hang (a loop whose "
-                 "bound or index never advances), not a slow kernel.")
+        text += (" Nothing new since: that looks like a hang (a loop whose bound or index never "
+                 "advances), not a slow kernel.")
     elif snap.stage == WAITING:
         text += " A kernel that never ends, or one far too slow for this case."
     return text, slow

@@ -4,6 +4,7 @@ saying how far the call had got. Skipped without CUDA."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,8 @@ def test_a_launcher_that_never_returns_gets_the_time_limit_and_how_far_it_got(tm
     result = grade(get_kata("vector_add"), _solution(tmp_path, LAUNCHER_HANG), "gpu", case_timeout_s=8)
     assert result.status == "error" and result.score == 0
     assert [d["code"] for d in result.diagnoses] == ["time_limit"], result.diagnoses
-    assert "Time limit exceeded" in result.message and "ran for more than 8 s" in result.message
+    # 8 s, and the seconds it spent compiling its kernel.
+    assert "Time limit exceeded" in result.message and re.search(r"ran for more than \d+ s", result.message)
     assert "launched 1 Triton kernel so far (the last: add_grid8)" in result.message
     assert "nothing had been launched for" in result.message and "looks like a hang" in result.message
     assert result.duration_s <= WALL_BOUND_S
@@ -98,7 +100,7 @@ def test_a_kernel_that_never_ends_gets_the_time_limit_waiting_for_the_gpu(tmp_pa
     result = grade(get_kata("vector_add"), _solution(tmp_path, KERNEL_HANG), "gpu", case_timeout_s=8)
     assert result.status == "error" and result.score == 0
     assert [d["code"] for d in result.diagnoses] == ["time_limit"], result.diagnoses
-    assert "ran for more than 8 s" in result.message
+    assert re.search(r"ran for more than \d+ s", result.message)
     assert "(the last: add_after_flag)" in result.message and "waiting for the GPU" in result.message
     assert result.duration_s <= WALL_BOUND_S
 
