@@ -56,22 +56,35 @@ def test_slower_never_means_more_calls_and_a_graph_replay_counts_its_calls():
     assert sizing.plan_run(0.01, 2.0, calls_per_sample=25).calls < sizing.plan_run(0.01, 2.0).calls
 
 
-def test_the_timer_runs_as_sized_for_a_slow_kernel(monkeypatch):
-    timing = cpu_timing(monkeypatch)  # each call "takes" 1 ms on the faked events
-    calls = []
+def _timed(monkeypatch, kernel_ms, call_ms):
+    timing = cpu_timing(monkeypatch)  # every call "takes" kernel_ms on the faked events
+    monkeypatch.setattr(timing, "_elapsed", lambda start, end: kernel_ms)
+    calls, sampler = [], KeepAt({})
 
     def submission(x, y):
         calls.append(1)
         return x + y
 
-    sampler = KeepAt({})
     result = timing.time_pair(submission, lambda x, y: x + y, lambda salt: (torch.ones(8), torch.ones(8)),
-                              seed=1, use_graph=False, sampler=sampler, call_ms=400.0)
-    run = sizing.plan_run(1.0, 400.0)
-    assert run.calls < sizing.plan_run(1.0).calls
-    assert sampler.calls == run.calls == len(calls)  # what the parent chooses its kept calls from
+                              seed=1, use_graph=False, sampler=sampler, call_ms=call_ms)
+    return result, sampler, calls
+
+
+def test_the_timer_runs_as_sized_for_a_slow_kernel(monkeypatch):
+    result, sampler, calls = _timed(monkeypatch, 400.0, 450.0)
+    run = sizing.plan_run(400.0, 400.0)
+    assert run.calls < sizing.plan_run(400.0).calls
+    assert sampler.calls == run.calls  # what the parent chooses its kept calls from
+    assert len(calls) == run.calls + 2  # and the two untimed calls that measured the kernel
     assert len(result.round_speedups) == run.rounds and result.samples == run.samples
     assert len(result.warmup_ms) == run.warmup
+
+
+def test_a_checked_call_slowed_by_the_guards_alone_does_not_shrink_the_run(monkeypatch):
+    # 400 ms in its checked call (the op recorder on hundreds of launches, say), 1 ms a call
+    # as the timer takes it: timed as any kernel near the baseline.
+    result, sampler, calls = _timed(monkeypatch, 1.0, 400.0)
+    assert sampler.calls == sizing.plan_run(1.0).calls == len(calls) - 2
 
 
 # -- the case limits -----------------------------------------------------------------------------

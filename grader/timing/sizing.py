@@ -3,8 +3,9 @@
 By default the count comes from the baseline (about ROUND_MS of its kernel time per round, 10
 to 100 calls, 5 rounds of 3 warm-up calls and the samples): the submission cannot size its own
 run. But a correct kernel 100x slower than the baseline would then spend minutes in the timer,
-and slow is not hung: when the calls' cost (the submission's time per call, as measured in its
-checked calls, plus the baseline's) would take more than the case's budget, the run shrinks to
+and slow is not hung: when the calls' cost (the submission's time per call, as its checked call
+took it and, where that looks slow, as the timer takes it in two untimed calls; plus the
+baseline's) would take more than the case's budget, the run shrinks to
 fit: one warm-up call per round (the kernel has already run twice at this shape), fewer samples,
 then fewer rounds, down to a floor of one round of one warm-up call and one sample. A case's
 budget is BUDGET_MS, or less where the grade times many cases (GRADE_BUDGET_MS shared among
@@ -23,8 +24,8 @@ ROUNDS = 5
 WARMUP = 3  # untimed calls per round (timed separately in the first round, for the report)
 ROUND_MS = 10.0  # kernel time per round and side, from the baseline's estimate
 MIN_SAMPLES, MAX_SAMPLES = 10, 100
-BUDGET_MS = 3000.0  # kernel time (both sides) one bench case's timing may take, above the floor
-GRADE_BUDGET_MS = 20000.0  # shared among a grade's bench cases where they are many
+BUDGET_MS = 2000.0  # kernel time (both sides) one bench case's timing may take, above the floor
+GRADE_BUDGET_MS = 15000.0  # shared among a grade's bench cases where they are many
 SLOW_WARMUP = 1
 SLOW_MIN_SAMPLES = 3  # per round, while there are several rounds
 FLOOR = (1, 1, 1)  # rounds, warm-up calls, samples: the least a timing makes
