@@ -22,7 +22,7 @@ def case_limit_s(mode: str, first_of_task: bool, baseline_s: float, cap_s: float
     if cap_s:
         return float(cap_s)
     allowance = COMPILE_ALLOWANCE_S[mode] if first_of_task else CASE_ALLOWANCE_S[mode]
-    return min(cap_s or CASE_CAP_S, allowance + BASELINE_MULTIPLE[mode] * baseline_s)
+    return min(CASE_CAP_S, allowance + BASELINE_MULTIPLE[mode] * baseline_s)
 
 
 def timing_limit_s(cap_s: float | None) -> float:
