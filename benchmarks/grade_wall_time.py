@@ -30,7 +30,7 @@ BOUND_S, TYPICAL_S = 60.0, 15.0
 # (label, kata, solution, the status an honest kernel of that speed gets)
 KERNELS = [
     ("vector_add reference", "vector_add", ROOT / "reference" / "vector_add.py", "pass"),
-    ("vector_add grid of 64", "vector_add", HONEST / "vector_add_grid64.py", "fail"),
+    ("vector_add grid of 64", "vector_add", HONEST / "vector_add_grid64.py", None),
     ("vector_add grid of 8 (~0.01x)", "vector_add", HONEST / "vector_add_grid8.py", "fail"),
     ("softmax reference", "softmax", ROOT / "reference" / "softmax.py", "pass"),
     ("softmax three passes", "softmax", HONEST / "softmax_three_pass.py", None),

@@ -80,8 +80,8 @@ def test_a_correct_kernel_with_a_grid_of_8_programs_gets_fail_with_its_speedup_w
     assert result.status == "fail" and result.correct, result.message
     assert result.cheats == [] and result.diagnoses == [], (result.cheats, result.diagnoses)
     timed = [c for c in result.cases if c.speedup]
-    assert len(timed) == 6 and all(c.speedup < 0.2 for c in timed), [(c.name, c.speedup) for c in timed]
-    assert "below the threshold" in result.message and 50 <= result.score < 60
+    assert len(timed) == 6 and all(c.speedup < 0.5 for c in timed), [(c.name, c.speedup) for c in timed]
+    assert "below the threshold" in result.message and 50 <= result.score < 70
     assert result.duration_s <= WALL_BOUND_S, result.phases_s
 
 
