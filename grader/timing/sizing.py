@@ -4,7 +4,7 @@ By default the count comes from the baseline (about ROUND_MS of its kernel time 
 to 100 calls, 5 rounds of 3 warm-up calls and the samples): the submission cannot size its own
 run. But a correct kernel 100x slower than the baseline would then spend minutes in the timer,
 and slow is not hung: when the calls' cost (the submission's time per call, as its checked call
-took it and, where that looks slow, as the timer takes it in two untimed calls; plus the
+took it and, where that looks slow, as the timer takes it in one untimed call; plus the
 baseline's) would take more than the case's budget, the run shrinks to
 fit: one warm-up call per round (the kernel has already run twice at this shape), fewer samples,
 then fewer rounds, down to a floor of one round of one warm-up call and one sample. A case's

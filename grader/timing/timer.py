@@ -274,7 +274,7 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     timed by replay.
 
     `call_ms`: the submission's time per call as its checked calls took it, if known: a kernel
-    that is slow there is timed twice more on the first set, untimed, and if it is slow there too
+    that is slow there is timed once more on the first set, untimed, and if it is slow there too
     its run is shrunk to fit `budget_ms` (grader.timing.sizing).
     """
     flush = _flush_buffer()
@@ -285,10 +285,9 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     sets = [first] + [make_args(f"/timing{i}") for i in range(1, count)]
     per_sample = count if short else 1
     if sizing.plan_run(estimate, call_ms, per_sample, budget_ms) != sizing.plan_run(estimate, None, per_sample, budget_ms):
-        # The checked call looked slow, but its time includes the guards' overhead: the kernels'
-        # own time, taken as the timer takes it (two calls on the set as drawn, the lead fitted
-        # to the host's pace after the first), decides.
-        call_ms = min(call_ms, min(_event_times(lambda i: submission(*first), 2, lambda i: None, flush)))
+        # The checked call looked slow, but its time includes the guards' overhead: one untimed
+        # call on the set as drawn, timed as the timer times (no guards, the L2 flushed), decides.
+        call_ms = min(call_ms, _event_times(lambda i: submission(*first), 1, lambda i: None, flush)[0])
     run = sizing.plan_run(estimate, call_ms, per_sample, budget_ms)
     # Only the submission's calls change the inputs (the baseline caches nothing), so the changes
     # to the shared sets are the submission's alone and replay exactly. Each change's key comes
