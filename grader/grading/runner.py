@@ -35,7 +35,7 @@ from grader.paths import package_dir
 from grader.results.schema import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult, Mismatch,
                                    TaskResult)
 from grader.results.scoring import PASS_CAP, geomean, meets_thresholds, score, summarise_task, tasks_correct
-from grader.sandbox import watchdog
+from grader.sandbox import progress, watchdog
 from grader.sandbox.control import Referee
 from grader.timing import ceilings as ceilings_cache
 from grader.timing.ceilings import floor_ms
@@ -75,6 +75,8 @@ class WorkerRun:
     remeasured: list = field(default_factory=list)
     gpu_processes: list = field(default_factory=list)
     gpu_watch: str | None = None  # how other processes were looked for: nvml, nvidia-smi, unavailable
+    how_far: str = ""  # where a worker stopped by the whole grade's time limit had got (grader.sandbox.progress)
+    how_far_slow: bool | None = None  # and whether that showed a slow kernel (True) or a hang (False)
 
     @property
     def timed_out(self) -> bool:
@@ -200,6 +202,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
             "grade_dir": str(tmp_path), "outputs": str(tmp_path / "outputs"),
             "gpu_memory_fraction": GPU_MEMORY_FRACTION, "control_fd": theirs.fileno(),
             "case_cap_s": options["case_cap_s"],
+            "progress": str(progress.create(tmp_path / "progress.bin")),
             # The worker knows the device; it picks its own entry of the ceilings cache.
             "ceilings_cache": ceilings_cache.load_all() if mode == "gpu" else {},
         }
@@ -235,6 +238,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         helpers = compile_ahead.Helpers(runs, request, tmp_path, limits, start_registered,
                                         lambda folder: _worker_env(mode, folder), referee.timeline)
         referee.case_started, referee.before_timing = helpers.case_started, helpers.stop
+        how_far = ("", None)
         try:
             with open(output_path, "wb") as output:
                 proc = start_registered(request_path, workdir, _worker_env(mode, tmp_path / "tmp"),
@@ -243,7 +247,9 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                 referee.start()
                 try:
                     breach = watchdog.watch(proc, limits, output_path, seen,
-                                            extra=lambda: _overdue(referee, plan_dicts, kata))
+                                            extra=lambda: _overdue(referee, plan_dicts, kata, tmp_path))
+                    if breach is not None and breach.kind == "time" and breach.case is None:
+                        how_far = _how_far(referee, tmp_path)
                 finally:
                     helpers.stop()
                     watchdog.freeze(seen)
@@ -274,7 +280,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
                          referee.timeline, referee.given_up, referee.timed, referee.env,
                          referee.sandbox, referee.timing_reports, referee.retimed,
-                         referee.remeasured, watch.processes, watch.method)
+                         referee.remeasured, watch.processes, watch.method, *how_far)
 
 
 def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
@@ -313,9 +319,27 @@ def _dies_with_us():
     return arm
 
 
-def _overdue(referee: Referee, plan: list[dict], kata: Kata) -> watchdog.Breach | None:
-    """A case past its own limit: stop now, naming it and its shape."""
-    current = referee.overdue()
+def _how_far(referee: Referee, grade_dir: Path) -> tuple[str, bool | None]:
+    """How far the case in flight had got, from the worker's progress record (a sentence), and
+    whether that shows a slow kernel (True), a hang (False) or cannot tell (None)."""
+    current = referee.current
+    timed = referee.timed_calls(current["key"]) if current else None
+    return progress.describe(progress.read(grade_dir / "progress.bin"), progress.now(), timed)
+
+
+def _overdue(referee: Referee, plan: list[dict], kata: Kata, grade_dir: Path) -> watchdog.Breach | None:
+    """A case past its own limit, lengthened by the time its calls spent compiling (as the
+    worker's progress record claims it, capped): stop now, naming it, its shape and how far it
+    had got."""
+    late = referee.overdue()
+    if late is None:
+        return None
+    snapshot, now = progress.read(grade_dir / "progress.bin"), progress.now()
+    credit = snapshot.compile_credit(now) if snapshot else 0.0
+    # Under the interpreter, programs still starting one after another are a slow kernel, not a
+    # hang: it gets up to its limit again (a hang starts nothing new, and stops at its limit).
+    advancing = late["limit_s"] * progress.ADVANCING_GRACE if snapshot and snapshot.programs_advancing(now) else 0.0
+    current = referee.overdue(grace_s=credit + advancing)
     if current is None:
         return None
     planned = next(p for p in plan if p["key"] == current["key"])
@@ -323,13 +347,22 @@ def _overdue(referee: Referee, plan: list[dict], kata: Kata) -> watchdog.Breach 
     case = next(c for c in task.cases if c.name == planned["case"])
     shape = ", ".join(f"{k}={v}" for k, v in case.params.items() if not isinstance(v, (list, dict)))
     what = "timing it" if current["phase"] == "timing" else "its checked calls"
+    compiling = f", {credit:.0f} s of it compiling" if credit >= 1 else ""
+    how_far, slow = _how_far(referee, grade_dir)
+    if slow:
+        advice = ""
+    elif slow is False:
+        advice = (" Look for a loop bound or index that does not advance, in the kernel or in its "
+                  "launcher.")
+    else:
+        advice = (" Likely causes: a loop that never ends (a loop bound or index that does not "
+                  "advance), or a block far too large for the row (a BLOCK of next_power_of_2(N) on "
+                  "a very long row compiles and runs slowly: loop over the row in blocks). "
+                  "--timeout S raises the limit if it is just slow.")
     return watchdog.Breach("time", (
         f"Time limit exceeded: case {planned['task']}/{planned['case']} [{planned['dtype']}] "
-        f"({shape}) ran for more than {current['limit_s']:.0f} s ({what}). Likely causes: a loop "
-        "that never ends (a loop bound or index that does not advance), or a block far too large "
-        "for the row (a BLOCK of next_power_of_2(N) on a very long row compiles and runs "
-        "slowly: loop over the row in blocks). --timeout S raises the limit if it is just slow."),
-        case=current["key"])
+        f"({shape}) ran for more than {current['limit_s'] + credit + advancing:.0f} s ({what}{compiling}). "
+        f"{how_far}{advice}").replace("  ", " ").strip(), case=current["key"])
 
 
 class CheckerError(Exception):
@@ -895,8 +928,11 @@ def _stopped_early_message(run: WorkerRun, in_progress: dict | None, started: bo
     if run.timed_out and run.breach.case:
         return run.breach.message
     if run.timed_out:
-        return (f"{run.breach.message}{where}. Look for an infinite loop in the launcher or a "
-                "kernel loop that never ends (raise the limit with --timeout if it is just slow).")
+        how_far = f" {run.how_far}" if run.how_far else ""
+        if run.how_far_slow is not None:  # the sentence says which it was, and what to do
+            return f"{run.breach.message}{where}.{how_far}"
+        return (f"{run.breach.message}{where}.{how_far} Look for an infinite loop in the launcher "
+                "or a kernel loop that never ends (raise the limit with --timeout if it is just slow).")
     if run.breach:
         return f"{run.breach.message}{where}; the grading process was stopped."
     if run.returncode is not None and run.returncode < 0:

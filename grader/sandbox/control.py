@@ -143,6 +143,7 @@ class Referee(threading.Thread):
         self._chosen: dict[str, dict[int, int]] = {}
         self._asked: dict[str, set[int]] = {}
         self._change_keys: dict[str, list[int]] = {}  # per case, the key sent for each timed call
+        self._timing_calls: dict[str, int] = {}  # per case, the timed calls announced
         # Cases whose kept timed outputs were handed over (every case the worker times hands
         # them over, none or some): a timing reported for any other case was not the worker's.
         self.timed: set[str] = set()
@@ -191,13 +192,18 @@ class Referee(threading.Thread):
         except OSError:
             pass
 
-    def overdue(self) -> dict | None:
-        """The case in flight, if it has run past its limit."""
+    def overdue(self, grace_s: float = 0.0) -> dict | None:
+        """The case in flight, if it has run past its limit (lengthened by grace_s)."""
         with self._lock:
             current = self.current
-        if current and time.monotonic() - current["started"] > current["limit_s"]:
+        if current and time.monotonic() - current["started"] > current["limit_s"] + grace_s:
             return current
         return None
+
+    def timed_calls(self, key: str) -> tuple[int, int] | None:
+        """(timed calls the worker has asked about, calls announced) of a case being timed."""
+        calls = self._timing_calls.get(key)
+        return (len(self._asked.get(key, ())), calls) if calls else None
 
     # -- the answers -----------------------------------------------------------------------
     def answer(self, request: dict) -> dict | None:
@@ -386,6 +392,7 @@ class Referee(threading.Thread):
                 or calls < 1 or sets < 1:
             self.forgeries.append(f"timing of {key} announced twice or malformed")
             return {}
+        self._timing_calls[key] = calls
         picked = self._random.sample(range(calls), min(self.sampled, calls))
         self._chosen[key] = {call: self._random.randrange(sets) for call in picked}
         self._asked[key] = set()

@@ -39,10 +39,11 @@ from grader.kata.format import load_kata
 from grader.kata.gpu_memory import shortfall
 from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
 from grader.profiling import run_maybe_profiled
-from grader.sandbox import integrity, launches, lockdown
+from grader.sandbox import integrity, launches, lockdown, progress
 from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
 from grader.sandbox.guardbands import GuardedFactories, guarded_copy
 from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
+from grader.timing import sizing
 from grader.timing.ceilings import cache_key, far_off
 from grader.timing.timer import measure_ceilings, time_pair
 
@@ -228,6 +229,9 @@ class CaseRunner:
         self.cases = {c.name: c for c in task.cases}
         self.saved = 0
         self.launches_last_call = 0  # Triton launches of the last checked call
+        self.last_call_s = 0.0
+        # Seconds each case's second checked call took (wall, synchronised): sizes its timing.
+        self.call_s: dict[str, float] = {}
         self.shared: list[torch.Tensor] = []  # outputs handed over by CUDA IPC, not yet ruled on
 
     def inputs(self, planned, salt: str = "") -> dict:
@@ -250,6 +254,7 @@ class CaseRunner:
             fresh = self.inputs(planned, AGAIN)
             inputs = {name: _copy_contents(inputs[name], fresh[name]) for name in inputs}
             outputs["again"] = self._checked_call(inputs, guards, again=True, budget=budget)
+            self.call_s[planned["key"]] = self.last_call_s
             # The second call's: the first may have run an autotuner's benchmark launches.
             result["launches"] = self.launches_last_call
         except CaseProblem as problem:
@@ -322,8 +327,12 @@ class CaseRunner:
         try:
             with submission_guards(self.python_forbidden, self.aten_forbidden, seen), factories, \
                     watch_torch_compute(self.torch_allowed, self.forbidden_casts) as self.torch_ops:
+                progress.record.call()
+                started = time.perf_counter()
                 returned = self.fn(*args)
+            progress.record.stage(progress.WAITING)
             _sync(self.device)
+            self.last_call_s = time.perf_counter() - started
             meter.stop()
         except NotImplementedError as exc:
             raise CaseProblem(f"not implemented yet: {self.task.name} raised "
@@ -486,7 +495,7 @@ class CaseRunner:
             return 0.0
         return time.perf_counter() - started
 
-    def time_case(self, planned, line: ParentLine) -> dict:
+    def time_case(self, planned, line: ParentLine, budget_ms: float = sizing.BUDGET_MS) -> dict:
         """Submission vs baseline on fresh input sets; the timed calls the parent chose go to it."""
         def make_args(salt):
             inputs = self.inputs(planned, salt)
@@ -497,9 +506,12 @@ class CaseRunner:
         sampler = None if self.task.inplace else ParentSampler(line, planned["key"])
         stream = torch.cuda.current_stream().cuda_stream
         launches.log.start(stream)
+        progress.record.begin(progress.TIMING)
+        call_s = self.call_s.get(planned["key"])
         try:
             timing = time_pair(self.fn, baseline, make_args, seed=case_seed(self.seed, planned["key"] + "/rng"),
-                               launch_log=launches.log, sampler=sampler)
+                               launch_log=launches.log, sampler=sampler,
+                               call_ms=call_s * 1e3 if call_s is not None else None, budget_ms=budget_ms)
         finally:
             launches.log.stop()
         self._check_integrity()
@@ -603,6 +615,9 @@ def main(request_path: str) -> int:
     kata = load_kata(Path(request["kata_dir"]))
     too_small = shortfall(kata, torch.cuda.get_device_properties(0).total_memory) if device == "cuda" else None
     spec_module = _import_path("kata_spec", kata.spec_path)
+    if request.get("progress") and not warm_up:
+        progress.record.open(request["progress"])
+    progress.install()  # before launches: its wrappers go on top, where it checks for them
     launches.install()
     install_op_checks()
     from triton.runtime.autotuner import Autotuner
@@ -634,6 +649,7 @@ def main(request_path: str) -> int:
                 continue
             runner = runners[planned["task"]]
             reporter.emit({"type": "start", "key": planned["key"]})
+            progress.record.begin(progress.BASELINE)
             # The case's turn on the GPU starts before the baseline is run to set its limit: a
             # grade timing beside this one (selftest) must not share the GPU with it either.
             line.ask("start", key=planned["key"], phase="case", limit_s=cap or CASE_CAP_S)
@@ -653,6 +669,7 @@ def main(request_path: str) -> int:
                 given_up.add(planned["task"])
         # Correctness first: a submission that is already wrong is not timed (unless asked).
         if device == "cuda" and line.ask("time").get("time"):
+            budget_ms = sizing.case_budget_ms(sum(1 for p in plan if p["bench"] and p["task"] not in failed_tasks))
             for planned in plan:
                 if planned["bench"] and planned["task"] not in failed_tasks:
                     reporter.emit({"type": "start", "key": planned["key"], "phase": "timing"})
@@ -660,10 +677,10 @@ def main(request_path: str) -> int:
                     # Each outcome goes to the parent on the line first: the events file is open
                     # to the submission, which could rewrite an earlier case's timing there.
                     try:
-                        timing = runners[planned["task"]].time_case(planned, line)
+                        timing = runners[planned["task"]].time_case(planned, line, budget_ms)
                         # A timing the parent finds suspect is timed again before it names anything.
                         while line.ask("timed", key=planned["key"], timing=timing).get("again"):
-                            timing = runners[planned["task"]].time_case(planned, line)
+                            timing = runners[planned["task"]].time_case(planned, line, budget_ms)
                     except CaseProblem as problem:
                         error = {"message": problem.message, "cheat": problem.cheat}
                         line.ask("timed", key=planned["key"], error=error)

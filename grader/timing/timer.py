@@ -5,7 +5,8 @@ function's own first calls, which a submission controls, and it cannot change th
 between calls. The loop below is do_bench's (CUDA events around each call, the L2 flushed before
 each, warm-up excluded, the median kept), with four changes:
 
-- the number of calls comes from the baseline, the same for both;
+- the number of calls comes from the baseline, the same for both (shrunk to a bounded time for
+  a slow submission, grader.timing.sizing);
 - before every call (outside the timed window) every float input is rescaled at random,
   element by element (grader.timing.perturb), so a cache keyed on the contents misses and a
   result kept from an earlier call costs as much to correct as to compute;
@@ -40,6 +41,7 @@ import triton.testing
 from grader.timing.ceilings import floor_ms  # noqa: F401 - the timer's callers import it from here
 from grader.timing.evidence import SLOW_FIRST_FACTOR, SLOW_FIRST_MIN_MS, slow_first  # noqa: F401
 from grader.timing.host_syncs import HostSyncs, watched
+from grader.timing import sizing
 from grader.timing.perturb import Perturber, change_call, seeded_keys, tensors
 
 # Bound here, before the submission is imported: patching the public names changes nothing.
@@ -52,10 +54,8 @@ _do_bench = triton.testing.do_bench
 _sleep = torch.cuda._sleep
 _perf_counter = time.perf_counter
 
-ROUNDS = 5
-WARMUP = 3  # untimed calls per round (timed separately in the first round, for the report)
-ROUND_MS = 10.0  # kernel time per round and side, from the baseline's estimate
-MIN_SAMPLES, MAX_SAMPLES = 10, 100
+# How many rounds and calls: grader.timing.sizing (from the baseline, shrunk for slow kernels).
+WARMUP = sizing.WARMUP
 SHORT_MS = 0.02  # shorter kernels are timed through CUDA-graph replay
 GRAPH_TARGET_MS = 0.25  # one replay runs at least this long
 MAX_GRAPH_CALLS = 64
@@ -257,7 +257,8 @@ def graph_calls(estimate: float) -> int:
 
 
 def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
-              use_graph: bool | None = None, sampler=None, watch_syncs: bool | None = None) -> Timing:
+              use_graph: bool | None = None, sampler=None, watch_syncs: bool | None = None,
+              call_ms: float | None = None, budget_ms: float = sizing.BUDGET_MS) -> Timing:
     """Time submission and baseline, both on input sets drawn by make_args(salt) -> args tuple.
 
     Sets are drawn with salts "/timing<i>". Before its first timed call the sampler is told how
@@ -271,6 +272,10 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     PyTorch's sync warnings on (grader.timing.host_syncs; `watch_syncs`, by default on a GPU):
     Timing.host_syncs. A CUDA graph cannot capture a sync, so a submission that syncs is never
     timed by replay.
+
+    `call_ms`: the submission's time per call as its checked calls took it, if known: a kernel
+    that is slow there is timed once more on the first set, untimed, and if it is slow there too
+    its run is shrunk to fit `budget_ms` (grader.timing.sizing).
     """
     flush = _flush_buffer()
     first = make_args("/timing0")
@@ -278,7 +283,12 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     short = estimate < SHORT_MS if use_graph is None else use_graph
     count = graph_calls(estimate) if short else 3
     sets = [first] + [make_args(f"/timing{i}") for i in range(1, count)]
-    samples = max(MIN_SAMPLES, min(MAX_SAMPLES, round(ROUND_MS / max(estimate, 1e-4))))
+    per_sample = count if short else 1
+    if sizing.plan_run(estimate, call_ms, per_sample, budget_ms) != sizing.plan_run(estimate, None, per_sample, budget_ms):
+        # The checked call looked slow, but its time includes the guards' overhead: one untimed
+        # call on the set as drawn, timed as the timer times (no guards, the L2 flushed), decides.
+        call_ms = min(call_ms, _event_times(lambda i: submission(*first), 1, lambda i: None, flush)[0])
+    run = sizing.plan_run(estimate, call_ms, per_sample, budget_ms)
     # Only the submission's calls change the inputs (the baseline caches nothing), so the changes
     # to the shared sets are the submission's alone and replay exactly. Each change's key comes
     # from the parent, one call at a time (the sampler's change_key): a submission that found
@@ -302,26 +312,27 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
     if not short:
         if tried_graph:  # a failed capture may have run the submission on them: draw afresh
             sets = [make_args(f"/timing{i}") for i in range(3)]
+            run = sizing.plan_run(estimate, call_ms, 1, budget_ms)
         watch = flush.is_cuda if watch_syncs is None else watch_syncs
         sub_side = _EagerSide(submission, sets, lambda call: sub_change(call, False), sampler, launch_log,
-                              watch_call=WARMUP + samples if watch and ROUNDS > 1 else None)
+                              watch_call=run.warmup + run.samples if watch and run.rounds > 1 else None)
         base_side = _EagerSide(baseline, sets, no_change, None, None)
     if sampler is not None:
-        sampler.begin(ROUNDS * (WARMUP + samples), len(sets))
+        sampler.begin(run.calls, len(sets))
     round_sub, round_base, ratios, warmup_ms = [], [], [], []
-    for r in range(ROUNDS):
+    for r in range(run.rounds):
         order = (sub_side, base_side) if r % 2 == 0 else (base_side, sub_side)
         for side in order:
-            warm = side.run(WARMUP, flush)
+            warm = side.run(run.warmup, flush)
             if side is sub_side and r == 0:
                 warmup_ms = warm
-            times = side.run(samples, flush)
+            times = side.run(run.samples, flush)
             (round_sub if side is sub_side else round_base).append(statistics.median(times))
         ratios.append(round_base[-1] / round_sub[-1])
     return Timing(
         time_ms=statistics.median(round_sub), baseline_ms=statistics.median(round_base),
         speedup=statistics.median(ratios), method=method,
-        calls_per_sample=sub_side.calls_per_sample, samples=samples, round_speedups=ratios,
+        calls_per_sample=sub_side.calls_per_sample, samples=run.samples, round_speedups=ratios,
         warmup_ms=warmup_ms, n_sets=len(sets), checked=sub_side.checked,
         host_syncs=getattr(sub_side, "host_syncs", None),
     )

@@ -1,0 +1,304 @@
+"""Slow is not hung (issue 31, points 4 and 5): a slow kernel's timing shrinks to a bounded run
+(grader.timing.sizing), compiling lengthens a case's limit wherever it happens, and a time limit
+says how far the call had got, so that a slow kernel is told from a hang
+(grader.sandbox.progress)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from cpu_timing import KeepAt, cpu_timing
+from grader.grading import runner
+from grader.kata.catalog import get_kata
+from grader.kata.limits import case_limit_s
+from grader.sandbox import progress
+from grader.timing import sizing
+
+# -- the timing's size ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("baseline_ms", [0.002, 0.05, 0.7, 5.0])
+def test_a_kernel_near_the_baseline_is_timed_as_before(baseline_ms):
+    # The count comes from the baseline alone: the submission cannot size its own run.
+    run = sizing.plan_run(baseline_ms, call_ms=baseline_ms * 1.3)
+    assert (run.rounds, run.warmup) == (sizing.ROUNDS, sizing.WARMUP)
+    assert run.samples == sizing.baseline_samples(baseline_ms)
+    assert sizing.plan_run(baseline_ms) == run  # the checked calls' time unknown: the same
+
+
+@pytest.mark.parametrize("call_ms", [30.0, 100.0, 300.0, 1000.0, 5000.0])
+def test_a_slow_kernel_is_timed_in_bounded_time(call_ms):
+    baseline_ms = 0.7
+    run = sizing.plan_run(baseline_ms, call_ms)
+    spent = run.calls * (call_ms + baseline_ms)
+    floor = sizing.FLOOR[0] * (sizing.FLOOR[1] + sizing.FLOOR[2])
+    assert spent <= sizing.BUDGET_MS or run.calls == floor
+    assert run.calls >= floor and run.samples >= 1 and run.warmup >= 1
+
+
+def test_a_grade_of_many_bench_cases_shares_one_budget():
+    assert sizing.case_budget_ms(2) == sizing.BUDGET_MS
+    assert sizing.case_budget_ms(24) * 24 == pytest.approx(sizing.GRADE_BUDGET_MS)
+    # A kernel of a second a call, in a kata of 24 bench cases: the floor, two calls a side.
+    run = sizing.plan_run(0.7, 1000.0, budget_ms=sizing.case_budget_ms(24))
+    assert run.calls == 2 and (run.rounds, run.warmup, run.samples) == sizing.FLOOR
+
+
+def test_slower_never_means_more_calls_and_a_graph_replay_counts_its_calls():
+    runs = [sizing.plan_run(0.7, ms) for ms in (1, 10, 30, 60, 120, 250, 500, 1000)]
+    assert all(a.calls >= b.calls for a, b in zip(runs, runs[1:]))
+    # 25 calls per replay cost 25 times as much as one.
+    assert sizing.plan_run(0.01, 2.0, calls_per_sample=25).calls < sizing.plan_run(0.01, 2.0).calls
+
+
+def _timed(monkeypatch, kernel_ms, call_ms):
+    timing = cpu_timing(monkeypatch)  # every call "takes" kernel_ms on the faked events
+    monkeypatch.setattr(timing, "_elapsed", lambda start, end: kernel_ms)
+    calls, sampler = [], KeepAt({})
+
+    def submission(x, y):
+        calls.append(1)
+        return x + y
+
+    result = timing.time_pair(submission, lambda x, y: x + y, lambda salt: (torch.ones(8), torch.ones(8)),
+                              seed=1, use_graph=False, sampler=sampler, call_ms=call_ms)
+    return result, sampler, calls
+
+
+def test_the_timer_runs_as_sized_for_a_slow_kernel(monkeypatch):
+    result, sampler, calls = _timed(monkeypatch, 400.0, 450.0)
+    run = sizing.plan_run(400.0, 400.0)
+    assert run.calls < sizing.plan_run(400.0).calls
+    assert sampler.calls == run.calls  # what the parent chooses its kept calls from
+    assert len(calls) == run.calls + 1  # and the untimed call that measured the kernel
+    assert len(result.round_speedups) == run.rounds and result.samples == run.samples
+    assert len(result.warmup_ms) == run.warmup
+
+
+def test_a_checked_call_slowed_by_the_guards_alone_does_not_shrink_the_run(monkeypatch):
+    # 400 ms in its checked call (the op recorder on hundreds of launches, say), 1 ms a call
+    # as the timer takes it: timed as any kernel near the baseline.
+    result, sampler, calls = _timed(monkeypatch, 1.0, 400.0)
+    assert sampler.calls == sizing.plan_run(1.0).calls == len(calls) - 1
+
+
+# -- the case limits -----------------------------------------------------------------------------
+
+
+def test_timeout_sets_every_cases_limit_raised_or_lowered():
+    assert case_limit_s("gpu", False, 0.001, None) == pytest.approx(12.0)
+    assert case_limit_s("gpu", False, 0.001, 300.0) == 300.0  # raised: it was capped at 12 s
+    assert case_limit_s("interpret", True, 1.0, 5.0) == 5.0
+
+
+# -- the progress record ---------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def recorder(tmp_path):
+    path = progress.create(tmp_path / "progress.bin")
+    rec = progress.Recorder()
+    rec.open(str(path))
+    return rec, path
+
+
+def test_the_record_round_trips(recorder):
+    rec, path = recorder
+    rec.begin(progress.BASELINE)
+    rec.call()
+    rec.launched("add_kernel")
+    rec.grid(8)
+    for _ in range(3):
+        rec.program()
+    snap = progress.read(path)
+    assert (snap.launches, snap.programs, snap.grid, snap.calls, snap.stage, snap.name) == \
+        (1, 3, 8, 1, progress.CALL, "add_kernel")
+    rec.returned()  # every program has run: no grid in flight
+    snap = progress.read(path)
+    assert (snap.launches, snap.programs, snap.grid) == (1, 0, 0)
+    rec.begin(progress.TIMING)  # a new case or phase counts afresh
+    assert progress.read(path).launches == 0
+
+
+def test_compile_time_is_credited_capped_and_nested_sections_count_once(recorder, monkeypatch):
+    rec, path = recorder
+    clock = [100.0]
+    monkeypatch.setattr(progress, "now", lambda: clock[0])
+    rec.begin(progress.BASELINE)
+    with rec.compiling():  # an autotuner's benchmark compiling its config
+        with rec.compiling():
+            clock[0] += 7.0
+        clock[0] += 1.0
+    assert progress.read(path).compile_credit(clock[0]) == pytest.approx(8.0)
+    with rec.compiling():
+        clock[0] += 5.0
+        # One in progress counts too.
+        assert progress.read(path).compile_credit(clock[0]) == pytest.approx(13.0)
+    # The submission shares the worker's process and could write any figure: the credit is capped.
+    forged = progress.Snapshot(0, 0, 0, 0, progress.CALL, 1e9, 0.0, 0.0, 0.0, "")
+    assert forged.compile_credit(0.0) == progress.COMPILE_CREDIT_CAP_S
+
+
+def test_a_record_that_makes_no_sense_is_not_read(tmp_path):
+    import struct
+
+    path = tmp_path / "progress.bin"
+    path.write_bytes(struct.pack(progress._FORMAT, 1, 0, 0, 0, 2, math.nan, 0.0, 0.0, 0.0, b"k"))
+    assert progress.read(path) is None
+    path.write_bytes(b"short")
+    assert progress.read(path) is None
+    assert progress.describe(None, 0.0) == ("", None)
+
+
+def _snapshot(**fields):
+    base = dict(launches=1, programs=0, grid=0, calls=1, stage=progress.CALL, compile_s=0.0,
+                compiling_since=0.0, launch_at=100.0, last_at=100.0, name="k")
+    return progress.Snapshot(**dict(base, **fields))
+
+
+def test_how_far_tells_a_slow_interpreted_kernel_from_a_hang():
+    slow = _snapshot(programs=120, grid=1000, last_at=111.9)  # 119 programs in 11.9 s
+    text, verdict = progress.describe(slow, 112.0)
+    assert verdict is True and "program 120 of the 1000" in text and "slow, not hung" in text
+    hung = _snapshot(programs=1, grid=8, last_at=100.0)  # program 1 of 8 running for 12 s
+    text, verdict = progress.describe(hung, 112.0)
+    assert verdict is False and "program 1 of the 8" in text and "hang" in text
+    # The first program, started a moment ago: too soon to tell.
+    assert progress.describe(_snapshot(programs=1, grid=8, last_at=111.5), 112.0)[1] is None
+    # Programs that had kept pace, then stopped: a hang in a later program.
+    stalled = _snapshot(programs=50, grid=100, last_at=105.0)
+    assert progress.describe(stalled, 112.0)[1] is False
+
+
+def test_how_far_on_a_gpu_names_the_launches_and_what_the_host_was_doing():
+    text, verdict = progress.describe(_snapshot(launches=3, last_at=100.0), 112.0)
+    assert verdict is False and "3 Triton kernels" in text and "nothing had been launched for 12 s" in text
+    text, verdict = progress.describe(_snapshot(stage=progress.WAITING), 112.0)
+    assert verdict is None and "waiting for the GPU" in text
+    text, verdict = progress.describe(_snapshot(launches=0, calls=2), 112.0)
+    assert "second checked call" in text and "no Triton kernel had been launched yet" in text
+    text, _ = progress.describe(_snapshot(stage=progress.TIMING), 112.0, timed=(7, 25))
+    assert "7 of its 25 timed calls" in text
+    text, verdict = progress.describe(_snapshot(compiling_since=90.0), 112.0)
+    assert verdict is True and "compiling or autotuning for 22 s" in text
+
+
+class _Referee:
+    """The referee's side that _overdue reads: a case started `ago` seconds back."""
+
+    def __init__(self, key, limit_s, ago):
+        self.current = {"key": key, "phase": "case", "started": time.monotonic() - ago, "limit_s": limit_s}
+
+    def overdue(self, grace_s=0.0):
+        late = time.monotonic() - self.current["started"] > self.current["limit_s"] + grace_s
+        return self.current if late else None
+
+    def timed_calls(self, key):
+        return None
+
+
+def _overdue(tmp_path, snap_fields, limit_s=10.0, ago=15.0):
+    import struct
+
+    now = progress.now()
+    fields = dict(dict(launches=1, programs=0, grid=0, calls=1, stage=progress.CALL, compile_s=0.0,
+                       compiling_since=0.0, launch_at=now - ago, last_at=now - ago), **snap_fields)
+    (tmp_path / "progress.bin").write_bytes(struct.pack(
+        progress._FORMAT, *(fields[k] for k in ("launches", "programs", "grid", "calls", "stage", "compile_s",
+                                                 "compiling_since", "launch_at", "last_at")), b"k"))
+    kata = get_kata("vector_add")
+    plan = [{"key": "vector_add/small/float32", "task": "vector_add", "case": "small", "dtype": "float32"}]
+    return runner._overdue(_Referee(plan[0]["key"], limit_s, ago), plan, kata, tmp_path)
+
+
+def test_compiling_lengthens_any_cases_limit_but_only_so_far(tmp_path):
+    # 10 s limit, 15 s in, 8 s of them compiling: not overdue.
+    assert _overdue(tmp_path, {"compile_s": 8.0}) is None
+    # A claim of a day's compiling is capped: past its limit plus the cap, the case stops.
+    breach = _overdue(tmp_path, {"compile_s": 86400.0}, ago=10.0 + progress.COMPILE_CREDIT_CAP_S + 1)
+    assert breach is not None and "compiling" in breach.message
+    breach = _overdue(tmp_path, {})
+    assert breach.kind == "time" and "ran for more than 10 s" in breach.message
+    assert "nothing had been launched for 15 s" in breach.message
+
+
+def test_interpreted_programs_still_advancing_get_the_limit_again_and_no_more(tmp_path):
+    now = progress.now()
+    advancing = {"programs": 300, "grid": 1000, "last_at": now - 0.05}
+    assert _overdue(tmp_path, advancing) is None  # 15 s into a 10 s limit: slow, not hung
+    breach = _overdue(tmp_path, advancing, ago=21.0)
+    assert breach is not None and "ran for more than 20 s" in breach.message and "slow, not hung" in breach.message
+    stuck = {"programs": 1, "grid": 8}  # program 1 running since the launch, 15 s back
+    breach = _overdue(tmp_path, stuck)
+    assert breach is not None and "hang" in breach.message
+
+
+# -- end to end, under the interpreter --------------------------------------------------------------
+
+SLOW = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def slow_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, REPS: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask)
+    for _ in range(REPS):  # busy work: correct, only slow
+        acc = acc * 1.0
+    tl.store(out_ptr + offs, acc, mask=mask)
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    slow_add[(triton.cdiv(x.numel(), 4),)](x, y, out, x.numel(), BLOCK=4, REPS=3000)
+    return out
+'''
+
+HANG = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def hang_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask)
+    i = 0
+    while i < n:  # i never advances
+        acc = acc * 1.0
+    tl.store(out_ptr + offs, acc, mask=mask)
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    hang_add[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+    return out
+'''
+
+
+def _grade_small(tmp_path: Path, source: str, limit_s: float):
+    path = tmp_path / "solution.py"
+    path.write_text(source)
+    return runner.grade(get_kata("vector_add"), path, "interpret", case_timeout_s=limit_s, only_cases=["small"])
+
+
+def test_the_interpreters_case_cap_tells_a_slow_kernel_from_a_hang(tmp_path):
+    slow = _grade_small(tmp_path, SLOW, 3.0)
+    assert slow.status == "error" and [d["code"] for d in slow.diagnoses] == ["time_limit"]
+    assert "ran for more than 6 s" in slow.message  # its limit, and as much again while running programs
+    assert "slow_add" in slow.message and "slow, not hung" in slow.message and "of the 250" in slow.message
+    assert "never ends" not in slow.message
+    hung = _grade_small(tmp_path, HANG, 3.0)
+    assert hung.status == "error" and [d["code"] for d in hung.diagnoses] == ["time_limit"]
+    assert "ran for more than 3 s" in hung.message and "program 1 of the 4" in hung.message
+    assert "looks like a hang" in hung.message and "slow, not hung" not in hung.message
