@@ -14,7 +14,6 @@ import math
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -165,14 +164,9 @@ def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
 
 
 def _grade_folder() -> str | None:
-    """Where a grade's files go: shared memory when there is room (the outputs travel from the
-    worker to the checker through it, never through the disk), else the default temp folder."""
-    shm = Path("/dev/shm")
-    try:
-        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 8 * watchdog.GIB:
-            return str(shm)
-    except OSError:
-        pass
+    """Where a grade's files go: the default temp folder. Not /dev/shm, though it is faster: every
+    worker may read there (PyTorch keeps the reference counts of CUDA IPC handles in it), so
+    another grade's folder would be within a submission's reach (docs/SCORING.md, "The sandbox")."""
     return None
 
 
