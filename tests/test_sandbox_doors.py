@@ -7,6 +7,7 @@ names the protection that must have held. (On a GPU: tests/gpu/test_gpu_sandbox.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -128,3 +129,86 @@ def test_a_learner_keeps_grading_with_the_weaker_sandbox_stated(tmp_path, monkey
     assert "PASS" in ran.output, ran.output
     assert "reads NOT confined" in ran.output and "network NOT confined" in ran.output
     assert "processes confined" in ran.output
+
+
+HOME_CACHE = '''
+import os
+from pathlib import Path
+
+# A library that keeps a cache under the home folder (FlagGems: ~/.flaggems) must work.
+cache = Path.home() / ".flaggems_like" / "config.txt"
+cache.parent.mkdir(parents=True, exist_ok=True)
+cache.write_text("cached")
+print("HOME", os.environ["HOME"], os.environ["XDG_CACHE_HOME"], cache.read_text())
+'''
+
+
+def test_the_worker_has_a_home_of_its_own(tmp_path):
+    path = tmp_path / "vector_add" / "solution.py"
+    path.parent.mkdir()
+    path.write_text((TESTS.parent / "reference" / "vector_add.py").read_text() + HOME_CACHE)
+    result = grade(get_kata("vector_add"), path, "interpret", only_cases=ONE_CASE)
+    assert result.status == "pass", (result.message, result.output)
+    line = next(line for line in result.output.splitlines() if line.startswith("HOME "))
+    _, home, cache, text = line.split()
+    assert "kata-grade-" in home and cache.startswith(home) and text == "cached"
+    assert not (Path.home() / ".flaggems_like").exists()
+
+
+TOOL_CHAIN = r'''
+import os, subprocess, sys, sysconfig, tempfile
+from pathlib import Path
+grade_dir, submission = Path(sys.argv[1]), Path(sys.argv[2])
+os.environ["TMPDIR"] = str(grade_dir / "tmp")
+os.environ["TRITON_CACHE_DIR"] = str(grade_dir / "tmp" / "triton-cache")  # cold
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from grader.sandbox import confine
+status = confine.lock_down(grade_dir, submission, "cpu")
+print("HELD", sorted(k for k, v in status["protections"].items() if v["held"]))
+
+@triton.jit
+def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.exp(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+
+source = ASTSource(fn=kernel, signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+                   constexprs={"BLOCK": 128})
+compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32))  # ptxas, libdevice, the cache
+print("CUBIN", len(compiled.asm["cubin"]))
+c_file = grade_dir / "tmp" / "launcher.c"  # as Triton builds its launchers: the C compiler, Python.h
+c_file.write_text('#include <Python.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "m"};\n'
+                  'PyMODINIT_FUNC PyInit_m(void) { return PyModule_Create(&m); }\n')
+built = subprocess.run(["gcc", str(c_file), "-shared", "-fPIC", "-I" + sysconfig.get_paths()["include"],
+                        "-o", str(grade_dir / "tmp" / "m.so")], capture_output=True, text=True)
+print("GCC", built.returncode, built.stderr[-300:])
+print("LDCONFIG", subprocess.run(["ldconfig", "-p"], capture_output=True).returncode)
+'''
+
+
+@needs_landlock
+@needs_seccomp
+@pytest.mark.skipif(not shutil.which("gcc"), reason="no C compiler")
+def test_the_gpu_tool_chain_works_inside_the_confinement(tmp_path):
+    # No GPU needed: Triton compiles to a cubin for an H100 with its own ptxas, and builds C as
+    # it does for its launchers, all inside the worker's confinement (renames into the cache too).
+    import subprocess
+    import sys
+
+    import triton
+
+    if not (Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():
+        pytest.skip("this Triton has no ptxas")
+    grade_dir = tmp_path / "kata-grade-x"
+    for sub in ("work", "tmp", "outputs"):
+        (grade_dir / sub).mkdir(parents=True)
+    submission = tmp_path / "submission" / "solution.py"
+    submission.parent.mkdir()
+    submission.write_text(TOOL_CHAIN)  # the script is the submission: Triton reads its source
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(TESTS.parent)
+    ran = subprocess.run([sys.executable, str(submission), str(grade_dir), str(submission)],
+                         capture_output=True, text=True, env=env, cwd=grade_dir / "work", timeout=300)
+    assert "HELD ['network', 'processes', 'reads', 'writes']" in ran.stdout, ran.stdout + ran.stderr
+    assert "CUBIN " in ran.stdout and "GCC 0" in ran.stdout and "LDCONFIG 0" in ran.stdout, ran.stdout + ran.stderr

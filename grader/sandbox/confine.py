@@ -62,9 +62,9 @@ def _start_gpu() -> None:
         pass
 
 
-def _own_home(grade_dir: Path) -> None:
-    """A home folder for the worker inside the grade's folder; the compiler caches pinned first
-    where they were, so the grade still finds kernels compiled before."""
+def _own_home(grade_dir: Path) -> Path:
+    """A home folder for the worker inside the grade's folder, made; the compiler caches pinned
+    where they are, so the grade still finds kernels compiled before."""
     real = Path.home()
     try:
         from triton import knobs
@@ -76,6 +76,11 @@ def _own_home(grade_dir: Path) -> None:
     home = grade_dir / "home"
     for sub in ("", ".cache", ".config", ".local/share"):
         (home / sub).mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def _move_home(home: Path) -> None:
+    """HOME and the XDG folders to the worker's own."""
     os.environ.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
                       XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local" / "share"))
 
@@ -91,9 +96,10 @@ def lock_down(grade_dir: Path, submission: Path, device: str) -> dict:
     writable = lockdown.writable_paths(grade_dir)  # computed with the real home
     devices = set(device_paths())
     caches = [p for p in writable if p != grade_dir and p not in devices]
-    _own_home(grade_dir)
+    home = _own_home(grade_dir)
     own = [p for p in sorted(grade_dir.iterdir()) if p.is_dir()]
-    rules = read_rules(own, caches, submission)
+    rules = read_rules(own, caches, submission)  # with the real home, which it refuses
+    _move_home(home)
 
     if os.environ.get(NO_LANDLOCK):
         write_problem = read_problem = f"disabled by {NO_LANDLOCK}"

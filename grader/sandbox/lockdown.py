@@ -161,11 +161,15 @@ def restrict_writes(writable: list[Path]) -> str | None:
 def restrict_reads(rules) -> str | None:
     """Allow reads only where `rules` (grader.sandbox.readable.ReadRules) say; returns why it could
     not, or None when in force."""
-    if landlock_abi() < 1:
+    abi = landlock_abi()
+    if abi < 1:
         return "Landlock is not available in this kernel"
     both = _READ_FILE | _READ_DIR
-    return _landlock(both, [(p, both) for p in rules.trees] + [(p, _READ_FILE) for p in rules.files]
-                     + [(p, _READ_DIR) for p in rules.listable])
+    # From ABI 2 every layer refuses renames and links across folders unless it handles REFER and
+    # grants it: granted wherever reads are (the write layer decides where renames may happen).
+    refer = _REFER if abi >= 2 else 0
+    return _landlock(both | refer, [(p, both | refer) for p in rules.trees]
+                     + [(p, _READ_FILE) for p in rules.files] + [(p, _READ_DIR | refer) for p in rules.listable])
 
 
 def restrict_network() -> tuple[str | None, str]:
@@ -181,7 +185,11 @@ def restrict_network() -> tuple[str | None, str]:
     abi = landlock_abi()
     if abi >= NETWORK_ABI:
         scoped = (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= SCOPE_ABI else 0
-        landlock_problem = _landlock(0, [], net=_BIND_TCP | _CONNECT_TCP, scoped=scoped)
+        # REFER handled and granted everywhere: a layer that does not grant it refuses renames
+        # across folders (Triton's cache moves its files into place), whatever else it handles.
+        refer = _REFER if abi >= 2 else 0
+        landlock_problem = _landlock(refer, [(Path("/"), refer)] if refer else [],
+                                     net=_BIND_TCP | _CONNECT_TCP, scoped=scoped)
         if landlock_problem is None:
             how.append("Landlock refuses TCP bind/connect" + (
                 ", abstract Unix sockets and signals outside the worker" if scoped else ""))

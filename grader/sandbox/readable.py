@@ -37,6 +37,10 @@ SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 # the checker through CUDA IPC. Never all of /dev (disks are device files too).
 DEV_FILES = ("null", "zero", "full", "random", "urandom", "shm")
 DEV_PREFIXES = ("nvidia",)  # nvidia0..N, nvidiactl, nvidia-uvm(-tools), nvidia-modeset, nvidia-caps
+# /proc entries never readable: self and thread-self are links to a process's folder (its own is
+# allowed by number); the rest expose the kernel's or other processes' memory and messages.
+PROC_REFUSED = ("self", "thread-self", "kcore", "kmsg", "kpagecount", "kpageflags", "kpagecgroup",
+                "kallsyms", "keys", "key-users", "sysrq-trigger", "timer_list", "vmallocinfo")
 # Variables naming the CUDA toolkit, its tools or libraries (Triton's own and the usual ones).
 TOOL_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH",
              "TRITON_NVDISASM_PATH", "TRITON_LIBDEVICE_PATH", "TRITON_LIBCUDA_PATH", "TRITON_CUDART_PATH",
@@ -113,6 +117,45 @@ def toolkit_paths() -> list[Path]:
     return found
 
 
+def linker_paths(conf: Path = Path("/etc/ld.so.conf")) -> list[Path]:
+    """The dynamic linker's library folders (ld.so.conf and the files it includes): where the
+    driver's libraries sit, /usr/lib or not (a driver container's /run/nvidia/driver/...)."""
+    found, seen = [], set()
+
+    def read(path: Path) -> None:
+        if path in seen:
+            return
+        seen.add(path)
+        try:
+            lines = path.read_text().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("include "):
+                for pattern in line.split()[1:]:
+                    base = Path(pattern) if os.path.isabs(pattern) else path.parent / pattern
+                    for match in sorted(base.parent.glob(base.name)):
+                        read(match)
+            elif os.path.isabs(line):
+                found.append(Path(line))
+
+    read(conf)
+    return found
+
+
+def proc_paths() -> list[Path]:
+    """/proc but other processes' folders: the system's entries (cpuinfo, meminfo, sys, driver/
+    nvidia, ...) and this process's own (/proc/self). Another process's environment (the user's
+    shell, holding tokens) is refused."""
+    proc = Path("/proc")
+    try:
+        entries = [p for p in proc.iterdir() if not p.name.isdigit() and p.name not in PROC_REFUSED]
+    except OSError:
+        return [proc]
+    return entries + [proc / str(os.getpid())]
+
+
 def device_paths() -> list[Path]:
     dev = Path("/dev")
     found = [dev / name for name in DEV_FILES]
@@ -132,9 +175,9 @@ def read_rules(grade_dirs: list[Path], caches: list[Path], submission: Path) -> 
     # The grader itself, but for its data folders (in a wheel they sit inside the package).
     for child in sorted(package_dir().iterdir()):
         _allow_tree(rules, child, hard, soft, explicit=True)
-    general = python_paths() + toolkit_paths() + [Path(p) for p in SYSTEM_DIRS]
+    general = python_paths() + toolkit_paths() + linker_paths() + [Path(p) for p in SYSTEM_DIRS]
     general += [Path("/etc") / name for name in ETC_FILES]
-    general += [Path("/proc"), Path("/sys")] + device_paths()
+    general += proc_paths() + [Path("/sys")] + device_paths()
     for path in general:
         _allow_tree(rules, path, hard, soft, explicit=True)
     for path in caches + grade_dirs:
