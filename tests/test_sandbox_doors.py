@@ -88,7 +88,8 @@ def test_no_connection_on_the_loopback(tmp_path):
 
 
 @needs_landlock
-def test_a_sibling_candidates_file_is_out_of_reach_in_a_batch(tmp_path):
+def test_a_sibling_candidates_file_is_out_of_reach_in_a_batch(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton" / "cache"))
     source = tmp_path / "subs"
     for handle, file in (("alice", DOORS / "vector_add_reads_siblings.py"),
                          ("bob", TESTS.parent / "reference" / "vector_add.py")):
@@ -100,7 +101,10 @@ def test_a_sibling_candidates_file_is_out_of_reach_in_a_batch(tmp_path):
     assert ran.exit_code == 0, ran.output
     alice = next(r["grade"] for r in json.loads(ran.stdout)["results"] if r["handle"] == "alice")
     lines = door_lines(alice["output"])
-    assert {"DOOR siblings-list CLOSED", "DOOR sibling-file CLOSED"} <= {" ".join(l.split()[:3]) for l in lines}, lines
+    assert {"DOOR siblings-list CLOSED", "DOOR sibling-file CLOSED", "DOOR other-caches CLOSED"} <= {
+        " ".join(line.split()[:3]) for line in lines}, lines
+    # Each submission compiled into a Triton cache of its own, beside the shared one.
+    assert str(tmp_path / "triton" / "kata-batch") in next(l for l in lines if "other-caches" in l)
     assert alice["sandbox"]["protections"]["reads"]["held"]
 
 

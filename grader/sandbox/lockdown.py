@@ -199,13 +199,15 @@ def restrict_network() -> tuple[str | None, str]:
 
 
 def writable_paths(grade_dir: Path) -> list[Path]:
-    """Where a grade legitimately writes: its own folder, compiler caches, devices."""
+    """Where a grade legitimately writes: its own folder (its home folder is there:
+    grader.sandbox.confine), the compiler caches, devices. The caches are Triton's and CUDA's
+    own folders, not all of ~/.triton: a batch gives each submission a Triton cache of its own
+    (grader.batch.engine), and the others' must stay out of reach."""
     from grader.sandbox.readable import device_paths
 
     home = Path.home()
-    paths = [grade_dir, *device_paths(), home / ".triton", home / ".nv", home / ".cache" / "torch"]
-    for var in ("TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR",
-                "CUDA_CACHE_PATH"):
+    paths = [grade_dir, *device_paths(), home / ".nv" / "ComputeCache"]
+    for var in ("TRITON_CACHE_DIR", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR", "CUDA_CACHE_PATH"):
         if os.environ.get(var):
             paths.append(Path(os.environ[var]))
     if os.environ.get("KATA_WORKER_PROFILE"):  # a developer profiling the worker asked for it
@@ -214,8 +216,8 @@ def writable_paths(grade_dir: Path) -> list[Path]:
         from triton import knobs
 
         paths.append(Path(knobs.cache.dir))
-    except Exception:  # noqa: BLE001 - older triton: the env vars and ~/.triton cover it
-        pass
+    except Exception:  # noqa: BLE001 - older triton: its default cache
+        paths.append(Path(os.environ.get("TRITON_HOME") or home) / ".triton" / "cache")
     for path in paths:  # create the caches now: a folder made later could not be allowed
         if path.parent != Path("/dev") and path != grade_dir:
             try:

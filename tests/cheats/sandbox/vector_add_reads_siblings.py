@@ -1,6 +1,7 @@
 # door: reads
 """In a batch (SOURCE/HANDLE/KATA/solution.py), lists the batch's folder and reads the other
-candidates' solutions (to copy one that works), by listing and by guessing a name."""
+candidates' solutions (to copy one that works), by listing and by guessing a name; then looks
+for what the others compiled, beside its own Triton cache."""
 import os
 from pathlib import Path
 
@@ -19,6 +20,11 @@ try:
     print("DOOR sibling-file OPEN", len(guess.read_text()), "characters of", guess)
 except OSError as exc:
     print("DOOR sibling-file CLOSED", exc.strerror)
+cache = os.environ.get("TRITON_CACHE_DIR")
+try:
+    print("DOOR other-caches OPEN", cache, sorted(os.listdir(Path(cache).parent)))
+except (OSError, TypeError) as exc:
+    print("DOOR other-caches CLOSED", cache, getattr(exc, "strerror", exc))
 
 
 @triton.jit
