@@ -72,6 +72,17 @@ def test_the_door_was_there_to_close(tmp_path, monkeypatch):
 
 
 @needs_landlock
+def test_the_hidden_cases_and_the_request_are_out_of_reach(tmp_path):
+    # The worker read kata.yaml and spec.py before the lockdown; the request stays in the grade's
+    # folder, outside the subfolders the worker may read.
+    result = grade_door("vector_add_reads_hidden_cases", tmp_path)
+    assert_closed(result, "reads")
+    closed = [line for line in door_lines(result.output) if "hidden-cases CLOSED" in line]
+    assert any("kata.yaml" in line for line in closed) and any("request.json" in line for line in closed), closed
+    assert result.status == "pass", result.message
+
+
+@needs_landlock
 def test_home_cannot_be_listed(tmp_path):
     result = grade_door("vector_add_lists_home", tmp_path)
     assert_closed(result, "reads")
