@@ -91,7 +91,11 @@ def _allow_tree(rules: ReadRules, path: Path, hard: list[Path], soft: list[Path]
     if not inner:
         rules.add(path)
         return
-    rules.listable.append(path)
+    if not any(_within(path, s) for s in soft):
+        # Its names may be listed (Python's import system lists site-packages), and with them the
+        # names beneath: the kata names, in grader/reference and grader/katas. A checkout's top
+        # folder is on the path only for the grader itself, already imported: not even listed.
+        rules.listable.append(path)
     try:
         children = sorted(path.iterdir())
     except OSError:
@@ -172,7 +176,9 @@ def read_rules(grade_dirs: list[Path], caches: list[Path], submission: Path) -> 
     compiler caches (the same it may write)."""
     hard, soft = refused_inside_the_grader()
     rules = ReadRules()
-    # The grader itself, but for its data folders (in a wheel they sit inside the package).
+    # The grader itself, but for its data folders (in a wheel they sit inside the package); its
+    # names listed, for the modules it imports late.
+    rules.listable.append(package_dir())
     for child in sorted(package_dir().iterdir()):
         _allow_tree(rules, child, hard, soft, explicit=True)
     general = python_paths() + toolkit_paths() + linker_paths() + [Path(p) for p in SYSTEM_DIRS]
