@@ -227,3 +227,15 @@ def test_the_gpu_tool_chain_works_inside_the_confinement(tmp_path):
                          capture_output=True, text=True, env=env, cwd=grade_dir / "work", timeout=300)
     assert "HELD ['network', 'processes', 'reads', 'writes']" in ran.stdout, ran.stdout + ran.stderr
     assert "CUBIN " in ran.stdout and "GCC 0" in ran.stdout and "LDCONFIG 0" in ran.stdout, ran.stdout + ran.stderr
+
+
+def test_credentials_stay_out_of_the_workers_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws_secret_value")
+    path = tmp_path / "vector_add" / "solution.py"
+    path.parent.mkdir()
+    path.write_text((TESTS.parent / "reference" / "vector_add.py").read_text()
+                    + "\nimport os\nprint('ENV', sorted(os.environ.items()))\n")
+    result = grade(get_kata("vector_add"), path, "interpret", only_cases=ONE_CASE)
+    assert result.status == "pass" and "ENV" in result.output
+    assert "secret_value" not in result.output and "HF_TOKEN" not in result.output

@@ -46,6 +46,9 @@ GPU_MEMORY_FRACTION = 0.9
 FLOOR_MARGIN = 0.9  # a time below 90% of the roofline floor is impossible, not fast
 # Variables that point at the user's results or configuration: the worker never sees them.
 PRIVATE_ENV = ("KATA_DB", "KATA_DATA_DIR", "KATA_HANDLE")
+# Nor credentials, by the usual names: the submission could print them into its report.
+SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|ACCESS_KEY|PRIVATE_KEY|^AWS_|^SSH_AUTH_SOCK$"
+                        r"|^GH_|^GITHUB_", re.I)
 
 
 @dataclass
@@ -148,7 +151,7 @@ def select_cases(kata: Kata, plan: list[PlannedCase], names: Sequence[str]) -> l
 
 
 def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV and not SECRET_ENV.search(k)}
     env.pop("TRITON_INTERPRET", None)
     env["TMPDIR"] = str(tmp)  # compilers' scratch files stay inside the grade's folder
     if mode == "interpret":
