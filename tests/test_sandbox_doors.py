@@ -45,18 +45,19 @@ def grade_door(name: str, tmp_path: Path, **kwargs):
     return grade(get_kata(kata), path, "interpret", only_cases=ONE_CASE, **kwargs)
 
 
-def assert_closed(result, protection: str) -> None:
+def assert_closed(result, name: str) -> None:
+    """Every door NAME.py tried was closed, and the protection it declares held."""
     lines = door_lines(result.output)
     assert lines, result.output
     assert not [line for line in lines if " OPEN" in line], lines
-    assert result.sandbox["protections"][protection]["held"], result.sandbox
+    assert result.sandbox["protections"][protection_of(DOORS / f"{name}.py")]["held"], result.sandbox
 
 
 @needs_landlock
 @pytest.mark.parametrize("name", ["softmax_reference_by_path", "softmax_reference_import"])
 def test_the_reference_cannot_be_borrowed(name, tmp_path):
     result = grade_door(name, tmp_path)
-    assert_closed(result, "reads")
+    assert_closed(result, name)
     assert result.status != "pass" and result.score == 0, result.message
 
 
@@ -76,7 +77,7 @@ def test_the_hidden_cases_and_the_request_are_out_of_reach(tmp_path):
     # The worker read kata.yaml and spec.py before the lockdown; the request stays in the grade's
     # folder, outside the subfolders the worker may read.
     result = grade_door("vector_add_reads_hidden_cases", tmp_path)
-    assert_closed(result, "reads")
+    assert_closed(result, "vector_add_reads_hidden_cases")
     closed = [line for line in door_lines(result.output) if "hidden-cases CLOSED" in line]
     assert any("kata.yaml" in line for line in closed) and any("request.json" in line for line in closed), closed
     assert result.status == "pass", result.message
@@ -85,14 +86,14 @@ def test_the_hidden_cases_and_the_request_are_out_of_reach(tmp_path):
 @needs_landlock
 def test_home_cannot_be_listed(tmp_path):
     result = grade_door("vector_add_lists_home", tmp_path)
-    assert_closed(result, "reads")
+    assert_closed(result, "vector_add_lists_home")
     assert result.status == "pass", result.message  # the kernel is honest: only the door is shut
 
 
 @needs_seccomp
 def test_no_connection_on_the_loopback(tmp_path):
     result = grade_door("vector_add_tcp_loopback", tmp_path)
-    assert_closed(result, "network")
+    assert_closed(result, "vector_add_tcp_loopback")
     assert {"DOOR tcp-loopback CLOSED", "DOOR udp-loopback CLOSED"} <= {
         " ".join(line.split()[:3]) for line in door_lines(result.output)}
     assert result.status == "pass", result.message
@@ -112,6 +113,7 @@ def test_a_sibling_candidates_file_is_out_of_reach_in_a_batch(tmp_path, monkeypa
     assert ran.exit_code == 0, ran.output
     alice = next(r["grade"] for r in json.loads(ran.stdout)["results"] if r["handle"] == "alice")
     lines = door_lines(alice["output"])
+    assert protection_of(DOORS / "vector_add_reads_siblings.py") == "reads"
     assert {"DOOR siblings-list CLOSED", "DOOR sibling-file CLOSED", "DOOR other-caches CLOSED"} <= {
         " ".join(line.split()[:3]) for line in lines}, lines
     # Each submission compiled into a Triton cache of its own, beside the shared one.
@@ -239,3 +241,10 @@ def test_credentials_stay_out_of_the_workers_environment(tmp_path, monkeypatch):
     result = grade(get_kata("vector_add"), path, "interpret", only_cases=ONE_CASE)
     assert result.status == "pass" and "ENV" in result.output
     assert "secret_value" not in result.output and "HF_TOKEN" not in result.output
+
+
+def test_every_door_is_tried():
+    tried = {"softmax_reference_by_path", "softmax_reference_import", "vector_add_lists_home",
+             "vector_add_reads_siblings", "vector_add_reads_hidden_cases", "vector_add_tcp_loopback"}
+    assert {p.stem for p in DOORS.glob("*.py")} == tried
+    assert {protection_of(p) for p in DOORS.glob("*.py")} <= {"reads", "writes", "network", "processes"}
