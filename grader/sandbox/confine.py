@@ -35,13 +35,25 @@ def _open(why: str) -> dict:
     return {"held": False, "why": why}
 
 
+def landlock_problem() -> str | None:
+    """Why Landlock cannot confine a grade here, or None. Its first version (Linux 5.13-5.18)
+    refuses every rename across folders, which Triton's cache does for each kernel it keeps."""
+    if os.environ.get(NO_LANDLOCK):
+        return f"disabled by {NO_LANDLOCK}"
+    abi = lockdown.landlock_abi()
+    if abi < 1:
+        return "Landlock is not available in this kernel (Linux 5.13+ with Landlock enabled)"
+    if abi < 2:
+        return "this kernel's Landlock (ABI 1) would refuse the renames Triton's cache makes (Linux 5.19+)"
+    return None
+
+
 def support() -> dict[str, str | None]:
     """For each protection, why it cannot be put in force on this machine (None: it can): what
     `kata batch grade` asks before it grades strangers' code."""
     from grader.sandbox import seccomp
 
-    landlock = None if lockdown.landlock_abi() >= 1 and not os.environ.get(NO_LANDLOCK) else (
-        "Landlock is not available in this kernel (Linux 5.13+ with Landlock enabled)")
+    landlock = landlock_problem()
     network = seccomp.available() or (f"disabled by {NO_SECCOMP}" if os.environ.get(NO_SECCOMP) else None)
     return {"reads": landlock, "writes": landlock, "network": network, "processes": None}
 
@@ -101,9 +113,8 @@ def lock_down(grade_dir: Path, submission: Path, device: str) -> dict:
     rules = read_rules(own, caches, submission)  # with the real home, which it refuses
     _move_home(home)
 
-    if os.environ.get(NO_LANDLOCK):
-        write_problem = read_problem = f"disabled by {NO_LANDLOCK}"
-    else:
+    write_problem = read_problem = landlock_problem()
+    if write_problem is None:
         write_problem = lockdown.restrict_writes(writable)
         read_problem = lockdown.restrict_reads(rules)
     protections["writes"] = _open(write_problem) if write_problem else _held(
@@ -115,7 +126,7 @@ def lock_down(grade_dir: Path, submission: Path, device: str) -> dict:
     if os.environ.get(NO_SECCOMP):
         network_problem, how = f"disabled by {NO_SECCOMP}", ""
     else:
-        network_problem, how = lockdown.restrict_network()
+        network_problem, how = lockdown.restrict_network(use_landlock=landlock_problem() is None)
     protections["network"] = _open(network_problem) if network_problem else _held(
         how + "; the grade's only socket is the pair to the grader made before the lockdown")
     return {

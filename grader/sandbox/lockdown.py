@@ -172,7 +172,7 @@ def restrict_reads(rules) -> str | None:
                      + [(p, _READ_FILE) for p in rules.files] + [(p, _READ_DIR | refer) for p in rules.listable])
 
 
-def restrict_network() -> tuple[str | None, str]:
+def restrict_network(use_landlock: bool = True) -> tuple[str | None, str]:
     """No sockets: seccomp refuses socket() of every family (and io_uring, which could open one
     round it) for every thread; Landlock, where the kernel has its network rules, refuses TCP
     bind and connect, and scopes abstract Unix sockets and signals to the worker's own processes.
@@ -182,7 +182,7 @@ def restrict_network() -> tuple[str | None, str]:
 
     problem = seccomp.refuse_sockets()
     how = [] if problem else ["seccomp refuses socket() (every family) and io_uring"]
-    abi = landlock_abi()
+    abi = landlock_abi() if use_landlock else 0
     if abi >= NETWORK_ABI:
         scoped = (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= SCOPE_ABI else 0
         # REFER handled and granted everywhere: a layer that does not grant it refuses renames
