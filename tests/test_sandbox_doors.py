@@ -248,3 +248,38 @@ def test_every_door_is_tried():
              "vector_add_reads_siblings", "vector_add_reads_hidden_cases", "vector_add_tcp_loopback"}
     assert {p.stem for p in DOORS.glob("*.py")} == tried
     assert {protection_of(p) for p in DOORS.glob("*.py")} <= {"reads", "writes", "network", "processes"}
+
+
+ROOT_DOORS = r'''
+import ctypes, os, stat, sys
+from pathlib import Path
+from grader.sandbox import confine
+grade_dir, submission = Path(sys.argv[1]), Path(sys.argv[2])
+confine.lock_down(grade_dir, submission, "cpu")
+libc = ctypes.CDLL(None, use_errno=True)
+for name, number in (("bpf", 321), ("keyctl", 250), ("perf_event_open", 298), ("finit_module", 313)):
+    result = libc.syscall(number, 0, 0, 0, 0, 0)
+    print("DOOR", name, "CLOSED" if result < 0 and ctypes.get_errno() == 1 else "OPEN", ctypes.get_errno())
+try:  # a device node for the first disk, in the grade's own folder
+    os.mknod(grade_dir / "work" / "disk", stat.S_IFBLK | 0o600, os.makedev(8, 0))
+    print("DOOR mknod OPEN")
+except OSError as exc:
+    print("DOOR mknod CLOSED", exc.strerror)
+'''
+
+
+@needs_landlock
+@needs_seccomp
+@pytest.mark.skipif(__import__("platform").machine() != "x86_64", reason="x86-64 call numbers")
+def test_calls_only_root_could_make_are_refused(tmp_path):
+    import subprocess
+    import sys
+
+    grade_dir = tmp_path / "kata-grade-x"
+    for sub in ("work", "tmp", "outputs"):
+        (grade_dir / sub).mkdir(parents=True)
+    ran = subprocess.run([sys.executable, "-c", ROOT_DOORS, str(grade_dir), str(tmp_path / "solution.py")],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(TESTS.parent)),
+                         timeout=120)
+    lines = door_lines(ran.stdout)
+    assert len(lines) == 5 and not [line for line in lines if " OPEN" in line], ran.stdout + ran.stderr

@@ -155,7 +155,9 @@ def restrict_writes(writable: list[Path]) -> str | None:
     if abi >= 3:
         access |= _TRUNCATE
     file_rights = _WRITE_FILE | _TRUNCATE  # all a rule on a file (not a folder) may carry
-    return _landlock(access, [(p, access if os.path.isdir(p) else access & file_rights) for p in writable])
+    # Device nodes are made nowhere: run as root, a worker could make one for a disk and read it.
+    allowed = access & ~(_MAKE_CHAR | _MAKE_BLOCK)
+    return _landlock(access, [(p, allowed if os.path.isdir(p) else access & file_rights) for p in writable])
 
 
 def restrict_reads(rules) -> str | None:

@@ -3,7 +3,8 @@ without Landlock's network rules, and the part of it they lack (UDP, raw sockets
 
 The filter is a few BPF instructions: socket() fails with EACCES whatever its family, io_uring_setup
 (whose operations could open and connect a socket without the socket() call) with ENOSYS, and so
-does every call made through another architecture's entry (a 32-bit int 0x80 on x86-64). socketpair()
+does every call made through another architecture's entry (a 32-bit int 0x80 on x86-64); a few
+calls only root can make, and no grade needs, fail with EPERM (_ROOT_ONLY). socketpair()
 is allowed: its two ends join only each other. It applies to every thread of the process
 (SECCOMP_FILTER_FLAG_TSYNC) and to every process started afterwards, and cannot be lifted.
 """
@@ -20,6 +21,15 @@ import sys
 _ARCHES = {
     "x86_64": (0xC000003E, 41, 425, 317),
     "aarch64": (0xC00000B7, 198, 425, 277),
+}
+# Calls no grade makes, that a worker run as root could use to leave its sandbox: loading kernel
+# modules or a new kernel, BPF, perf events, port I/O, opening files by handle (round the path
+# checks), the kernel's keyrings, swap, reboot. (swapon, swapoff, reboot, iopl, ioperm,
+# init_module, delete_module, kexec_load, add_key, request_key, keyctl, perf_event_open,
+# open_by_handle_at, finit_module, kexec_file_load, bpf.)
+_ROOT_ONLY = {
+    "x86_64": (167, 168, 169, 172, 173, 175, 176, 246, 248, 249, 250, 298, 304, 313, 320, 321),
+    "aarch64": (224, 225, 142, 105, 106, 104, 217, 218, 219, 241, 265, 273, 294, 280),
 }
 _X32_BIT = 0x40000000  # x86-64's x32 calls: another way in, refused
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
@@ -52,6 +62,10 @@ def program(machine: str, allow_unix: bool = False) -> list[tuple[int, int, int,
         (_RET_K, 0, 0, refuse_other),            # x32
         (_JEQ_K, 0, 1, nr_io_uring),
         (_RET_K, 0, 0, refuse_other),
+    ]
+    for nr in _ROOT_ONLY[machine]:
+        code += [(_JEQ_K, 0, 1, nr), (_RET_K, 0, 0, _RET_ERRNO | errno.EPERM)]
+    code += [
         (_JEQ_K, 0, 3 if allow_unix else 1, nr_socket),
     ]
     if allow_unix:
