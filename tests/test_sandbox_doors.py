@@ -283,3 +283,21 @@ def test_calls_only_root_could_make_are_refused(tmp_path):
                          timeout=120)
     lines = door_lines(ran.stdout)
     assert len(lines) == 5 and not [line for line in lines if " OPEN" in line], ran.stdout + ran.stderr
+
+
+def test_a_compiler_installed_outside_usr_stays_readable(tmp_path, monkeypatch):
+    # A GPU machine had gcc under /opt/gcc: Triton's launcher build failed with "Permission
+    # denied: '/opt/gcc/bin/gcc'" until the compiler's prefix (its libexec, headers) was allowed.
+    from grader.sandbox.readable import compiler_paths
+
+    prefix = tmp_path / "opt" / "gcc"
+    (prefix / "bin").mkdir(parents=True)
+    gcc = prefix / "bin" / "gcc"
+    gcc.write_text("#!/bin/sh\n")
+    gcc.chmod(0o755)
+    monkeypatch.setenv("PATH", str(prefix / "bin"))
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert prefix in compiler_paths()
+    monkeypatch.setenv("HOME", str(prefix / "bin"))  # never the home folder or above it
+    assert compiler_paths() == []

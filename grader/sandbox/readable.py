@@ -18,6 +18,7 @@ ones, recursively.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import sysconfig
 from dataclasses import dataclass, field
@@ -121,6 +122,32 @@ def toolkit_paths() -> list[Path]:
     return found
 
 
+# The C compiler and assembler Triton runs to build its launchers, wherever they are installed
+# (a GPU machine may have gcc under /opt/gcc, not /usr): each one's installation prefix, for its
+# libexec (cc1), headers and binutils.
+COMPILER_NAMES = ("cc", "gcc", "clang", "c++", "g++", "as", "ld")
+
+
+def compiler_paths() -> list[Path]:
+    """The installation prefixes of the compilers Triton may run (CC, else what PATH finds), by
+    their link and by what the link points to. Never the home folder or a folder above it."""
+    home = Path.home().resolve()
+    found: list[Path] = []
+    names = [os.environ["CC"]] if os.environ.get("CC") else []
+    for name in names + list(COMPILER_NAMES):
+        where = shutil.which(name)
+        if not where:
+            continue
+        for binary in (Path(where), Path(os.path.realpath(where))):
+            folder = binary.parent
+            for candidate in (folder.parent if folder.name == "bin" else folder, folder):
+                if not _within(home, candidate.resolve()):  # /bin's parent is /: its folder only
+                    if candidate not in found:
+                        found.append(candidate)
+                    break
+    return found
+
+
 def linker_paths(conf: Path = Path("/etc/ld.so.conf")) -> list[Path]:
     """The dynamic linker's library folders (ld.so.conf and the files it includes): where the
     driver's libraries sit, /usr/lib or not (a driver container's /run/nvidia/driver/...)."""
@@ -181,7 +208,8 @@ def read_rules(grade_dirs: list[Path], caches: list[Path], submission: Path) -> 
     rules.listable.append(package_dir())
     for child in sorted(package_dir().iterdir()):
         _allow_tree(rules, child, hard, soft, explicit=True)
-    general = python_paths() + toolkit_paths() + linker_paths() + [Path(p) for p in SYSTEM_DIRS]
+    general = python_paths() + toolkit_paths() + linker_paths() + compiler_paths()
+    general += [Path(p) for p in SYSTEM_DIRS]
     general += [Path("/etc") / name for name in ETC_FILES]
     general += proc_paths() + [Path("/sys")] + device_paths()
     for path in general:
