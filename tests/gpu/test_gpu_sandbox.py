@@ -76,7 +76,8 @@ def test_a_cold_compile_runs_inside_the_confinement(tmp_path, monkeypatch, warm)
     result = grade(get_kata("vector_add"), path, "gpu")
     if warm == "1":  # the first grade started the server; the second is forked by it
         result = grade(get_kata("vector_add"), path, "gpu")
-    assert result.status == "pass", (result.message, result.output[-3000:])
+    # Correct and no cheat: speed is not the subject (a kernel that prints on each call, one case).
+    assert result.correct and not result.cheats, (result.message, result.output[-3000:])
     _all_held(result)
     assert "HOME " in result.output and "kata-grade-" in result.output and " cached" in result.output
     assert not (Path.home() / ".flaggems_like").exists()
@@ -96,5 +97,5 @@ def test_the_doors_stay_closed_on_the_gpu(name, tmp_path):
     _all_held(result)
     if kata == "softmax":  # it had nothing of its own
         assert result.status != "pass" and result.score == 0
-    else:
-        assert result.status == "pass", result.message
+    else:  # one untimed case: correct, no cheat (speed is not the subject)
+        assert result.correct and not result.cheats, result.message
