@@ -122,14 +122,22 @@ def test_a_request_without_proof_is_refused(private_server):
 
 @pytest.mark.skipif(sandbox.landlock_abi() < 1, reason="without Landlock the sandbox cannot keep "
                     "a submission from writing the proof (nor from much else)")
-def test_a_submission_cannot_use_the_server(private_server, tmp_path):
-    # The attack: from inside the sandbox, ask the server to start a process outside it.
+@pytest.mark.parametrize("filter_sockets", [True, False], ids=["sockets-refused", "landlock-alone"])
+def test_a_submission_cannot_use_the_server(private_server, tmp_path, monkeypatch, filter_sockets):
+    # The attack: from inside the sandbox, ask the server to start a process outside it. With the
+    # socket filter no socket can even be made; without it, Landlock refuses the proof.
+    if not filter_sockets:
+        monkeypatch.setenv("KATA_SANDBOX_NO_SECCOMP", "1")
     escape = tmp_path / "escaped"
     source = REFERENCE.read_text() + f'''
 from pathlib import Path
 from grader.grading import warm_start
-import socket, json
-conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+import socket, json, sys
+try:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+except OSError as exc:
+    print("SOCKET REFUSED:", type(exc).__name__)
+    raise ImportError("no socket")
 with warm_start._SocketAddress(Path({str(private_server)!r})) as address:
     conn.connect(address)
 nonce = json.loads(conn.recv(4096))["nonce"]
@@ -145,9 +153,12 @@ print("ANSWER", conn.recv(4096))
 '''
     path = tmp_path / "solution.py"
     path.write_text(source)
-    result = grade(get_kata("vector_add"), path, "interpret")
-    assert "PROOF REFUSED" in result.output and "PROOF MADE" not in result.output
-    assert "ANSWER b''" in result.output
+    result = grade(get_kata("vector_add"), path, "interpret", only_cases=["small"])
+    assert "PROOF MADE" not in result.output
+    if filter_sockets:
+        assert "SOCKET REFUSED: PermissionError" in result.output, result.output
+    else:
+        assert "PROOF REFUSED" in result.output and "ANSWER b''" in result.output
 
 
 def test_the_server_leaves_when_idle(tmp_path):

@@ -79,3 +79,20 @@ def test_wheel_installs_into_a_fresh_venv_and_grades(tmp_path):
                  "--report", work / "report.html", cwd=work)
     assert json.loads(graded.stdout)["status"] == "pass"
     assert "vector_add" in (work / "report.html").read_text()
+
+    # Installed, the references sit inside the grader package, in site-packages beside torch:
+    # the sandbox carves them out of what the worker may read (docs/SCORING.md, "The sandbox").
+    from grader.sandbox import lockdown
+    if lockdown.landlock_abi() >= 1:
+        for door in ("softmax_reference_import", "softmax_reference_by_path"):
+            cheat = work / door / "softmax" / "solution.py"
+            cheat.parent.mkdir(parents=True)
+            shutil.copyfile(ROOT / "tests" / "cheats" / "sandbox" / f"{door}.py", cheat)
+            proc = subprocess.run([str(kata), "grade", str(cheat.parent), "--interpret", "--json"],
+                                  capture_output=True, text=True, cwd=work,
+                                  env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+            graded = json.loads(proc.stdout)
+            assert graded["status"] != "pass" and graded["sandbox"]["protections"]["reads"]["held"]
+            doors = [line for line in graded["output"].splitlines() if line.startswith("DOOR ")]
+            assert doors and not [line for line in doors if " OPEN" in line], doors
+            assert any(str(venv) in line or "grader.reference" in line for line in doors), doors

@@ -14,6 +14,7 @@ driver, which is the command-line process, never does.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import multiprocessing
@@ -114,14 +115,39 @@ def run_job(job: Job):
         in_place = hashlib.sha256(path.read_bytes()).hexdigest() == job.sha256
     except OSError:
         in_place = False
-    if in_place:
-        return grade(kata, path, job.mode, **options)
-    with tempfile.TemporaryDirectory(prefix="kata-batch-") as tmp:
-        for name, data in job.files.items():
-            (Path(tmp) / name).write_bytes(data)
-        result = grade(kata, Path(tmp) / path.name, job.mode, **options)
+    with private_compiler_cache(job.sha256):
+        if in_place:
+            return grade(kata, path, job.mode, **options)
+        with tempfile.TemporaryDirectory(prefix="kata-batch-") as tmp:
+            for name, data in job.files.items():
+                (Path(tmp) / name).write_bytes(data)
+            result = grade(kata, Path(tmp) / path.name, job.mode, **options)
     result.submission = job.path  # the same JSON as a grade of the driver's file
     return result
+
+
+def batch_cache_dir(sha256: str) -> Path:
+    """The Triton cache of one submission of a batch: beside Triton's own, named by its digest
+    (the same file graded again finds its kernels)."""
+    shared = os.environ.get("TRITON_CACHE_DIR") or os.path.join(
+        os.environ.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache")
+    return Path(shared).parent / "kata-batch" / sha256[:32]
+
+
+@contextlib.contextmanager
+def private_compiler_cache(sha256: str):
+    """Triton's cache for this grade only: a shared one would hand each candidate what the ones
+    graded before compiled (their kernels' IR and cubins; Triton 3.9+ keeps their source), and
+    the sandbox lets a grade read its compiler cache (docs/SCORING.md, "The sandbox")."""
+    before = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = str(batch_cache_dir(sha256))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = before
 
 
 def _error_text(exc: BaseException) -> str:

@@ -43,6 +43,18 @@ def batch():
     """
 
 
+def _refuse_unconfined() -> None:
+    """A batch grades strangers' code: not where the sandbox cannot keep it from reading the
+    machine's files or from the network (docs/SCORING.md, "The sandbox")."""
+    from grader.grading.confinement import missing_for_strangers
+
+    missing = missing_for_strangers()
+    if missing:
+        usage_error("kata batch grade runs other people's code, and on this machine the sandbox "
+                    "cannot confine it: " + "; ".join(f"{name}: {why}" for name, why in missing.items())
+                    + ". Grade here only code you trust, with --trust-submissions.")
+
+
 @batch.command("grade")
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--kata", "kata_name", shell_complete=complete_kata, help="Only this kata's submissions.")
@@ -69,8 +81,11 @@ def batch():
               help="Each grade's CPU memory limit in GiB (as kata grade).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object at the end: the batch and every grade (as kata grade --json).")
+@click.option("--trust-submissions", is_flag=True,
+              help="Grade even where the sandbox cannot confine reads or the network (this machine's "
+                   "kernel lacks Landlock or seccomp): only for code you trust.")
 def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db, report_dir, resume,
-          seed, timeout, memory_gib, as_json):
+          seed, timeout, memory_gib, as_json, trust_submissions):
     """Grade every submission in SOURCE (a folder HANDLE/KATA/solution.py, or a CSV manifest with
     the columns handle, kata, path) exactly as `kata grade` does, on every GPU at once, and record
     each result as it arrives. Exit codes: 0 every submission graded, 1 some could not be
@@ -85,6 +100,8 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
 
     if engine == "local" and ray_address:
         usage_error("--ray-address needs the Ray engine (not --engine local).")
+    if not trust_submissions:
+        _refuse_unconfined()
     if kata_name:
         kata_or_exit(kata_name)
     try:

@@ -212,7 +212,7 @@ def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
 
 
 def format_result(result) -> str:
-    from grader.results.report import grade_time, speed_notes
+    from grader.results.report import grade_time, sandbox_summary, speed_notes
     colour = {"pass": "green", "fail": "red", "error": "red"}[result.status]
     b = result.score_breakdown
     lines = [click.style(f"{result.kata}: {result.status.upper()}", fg=colour, bold=True)
@@ -242,6 +242,7 @@ def format_result(result) -> str:
         lines.append(click.style(note, fg="yellow"))
     if result.duration_s is not None:
         lines.append(f"graded in {grade_time(result)}")
+    lines.append(f"sandbox: {sandbox_summary(result.sandbox)}")
     reasons = Counter(s["reason"] for s in result.skipped)
     for reason, count in reasons.items():
         lines.append(f"skipped {count} case(s): {reason}")

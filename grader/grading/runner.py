@@ -14,7 +14,6 @@ import math
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -48,6 +47,9 @@ GPU_MEMORY_FRACTION = 0.9
 FLOOR_MARGIN = timing_evidence.FLOOR_MARGIN  # a time below 90% of the floor is impossible, not fast
 # Variables that point at the user's results or configuration: the worker never sees them.
 PRIVATE_ENV = ("KATA_DB", "KATA_DATA_DIR", "KATA_HANDLE")
+# Nor credentials, by the usual names: the submission could print them into its report.
+SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|ACCESS_KEY|PRIVATE_KEY|^AWS_|^SSH_AUTH_SOCK$"
+                        r"|^GH_|^GITHUB_", re.I)
 
 
 @dataclass
@@ -159,7 +161,7 @@ def select_cases(kata: Kata, plan: list[PlannedCase], names: Sequence[str]) -> l
 
 
 def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV and not SECRET_ENV.search(k)}
     env.pop("TRITON_INTERPRET", None)
     env["TMPDIR"] = str(tmp)  # compilers' scratch files stay inside the grade's folder
     if mode == "interpret":
@@ -175,14 +177,9 @@ def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
 
 
 def _grade_folder() -> str | None:
-    """Where a grade's files go: shared memory when there is room (the outputs travel from the
-    worker to the checker through it, never through the disk), else the default temp folder."""
-    shm = Path("/dev/shm")
-    try:
-        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 8 * watchdog.GIB:
-            return str(shm)
-    except OSError:
-        pass
+    """Where a grade's files go: the default temp folder. Not /dev/shm, though it is faster: every
+    worker may read there (PyTorch keeps the reference counts of CUDA IPC handles in it), so
+    another grade's folder would be within a submission's reach (docs/SCORING.md, "The sandbox")."""
     return None
 
 

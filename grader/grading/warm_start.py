@@ -47,7 +47,9 @@ FD_PARKING = 100  # received descriptors wait above this while the low numbers a
 # Variables read while torch and triton import (or that change what imports): part of the key.
 KEY_PREFIXES = ("PATH", "LD_", "PYTHON", "TORCH", "PYTORCH", "TRITON_", "CUDA", "NVIDIA", "OMP_",
                 "MKL_", "HOME")
-KEY_IGNORED = ("TRITON_KATA_PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
+# TRITON_CACHE_DIR is read when a kernel compiles, not at import: a batch gives each submission
+# its own (grader.batch.engine), and one server forks them all.
+KEY_IGNORED = ("TRITON_KATA_PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "TRITON_CACHE_DIR")
 
 
 def enabled() -> bool:

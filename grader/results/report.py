@@ -73,6 +73,22 @@ def speed_notes(result: GradeResult) -> list[str]:
     return notes
 
 
+SANDBOX_PROTECTIONS = ("reads", "writes", "network", "processes")
+
+
+def sandbox_summary(sandbox: dict) -> str:
+    """Which protections held for this grade (docs/SCORING.md, "The sandbox"): one line, the ones
+    that did not hold named with why."""
+    protections = (sandbox or {}).get("protections")
+    if not isinstance(protections, dict):  # a grade from before protections were reported
+        return f"filesystem: {(sandbox or {}).get('filesystem', '-')}"
+    held = [p for p in SANDBOX_PROTECTIONS if (protections.get(p) or {}).get("held")]
+    open_ = [f"{p} NOT confined ({(protections.get(p) or {}).get('why', 'unknown')})"
+             for p in SANDBOX_PROTECTIONS if p not in held]
+    text = f"{', '.join(held)} confined" if held else "nothing confined"
+    return text + ("; " + "; ".join(open_) if open_ else "")
+
+
 def template_environment() -> jinja2.Environment:
     """The templates/ folder with the number filters every report, debrief and board shares."""
     env = jinja2.Environment(
@@ -90,6 +106,7 @@ def template_environment() -> jinja2.Environment:
     env.filters["sentence"] = _sentence
     env.filters["grade_time"] = grade_time
     env.filters["speed_notes"] = speed_notes
+    env.filters["sandbox"] = sandbox_summary
     return env
 
 

@@ -557,20 +557,15 @@ def _describe(value) -> str:
 
 
 def _lock_down(request: dict, device: str) -> dict:
-    """The sandbox, in force from here on for this process and its children."""
-    lockdown.refuse_processes()
-    status = {"processes": "refused (fork, exec, spawn); compiler tools allowed"}
+    """The sandbox, in force from here on for this process and its children: what held and how
+    (grader.sandbox.confine)."""
+    from grader.sandbox import confine
+
     if device == "cuda":
         lockdown.limit_gpu_memory(request["gpu_memory_fraction"])
+    status = confine.lock_down(Path(request["grade_dir"]), Path(request["submission"]), device)
+    if device == "cuda":
         status["gpu_memory_fraction"] = request["gpu_memory_fraction"]
-    grade_dir = Path(request["grade_dir"])
-    if os.environ.get("KATA_SANDBOX_NO_LANDLOCK"):  # a test hook: behave as on an older kernel
-        problem = "disabled by KATA_SANDBOX_NO_LANDLOCK"
-    else:
-        problem = lockdown.restrict_writes(lockdown.writable_paths(grade_dir))
-    status["filesystem"] = "writes confined to the grade's folder and compiler caches" if problem is None \
-        else f"not restricted ({problem})"
-    status["filesystem_restricted"] = problem is None
     return status
 
 
@@ -722,10 +717,11 @@ def _import_path(name: str, path: Path):
 def run_process(request_path: str) -> int:
     """The worker process's whole life (`python -m grader.sandbox.worker REQUEST`, or forked by the
     warm start): the exit code is 0 unless the process died first; what happened is in the events."""
+    results = json.loads(Path(request_path).read_text())["results"]  # unreadable after the lockdown
     try:
         code = run_maybe_profiled(lambda: main(request_path), "KATA_WORKER_PROFILE")
     except Exception:  # noqa: BLE001 - a fault of the grader or the kata, not of the submission
-        Reporter(json.loads(Path(request_path).read_text())["results"]).emit(
+        Reporter(results).emit(
             {"type": "internal_error", "message": traceback.format_exc()})
         code = 0
     sys.stdout.flush()
