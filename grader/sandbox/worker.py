@@ -43,6 +43,7 @@ from grader.sandbox import integrity, launches, lockdown
 from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
 from grader.sandbox.guardbands import GuardedFactories, guarded_copy
 from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
+from grader.sandbox.provenance import COUNT, INPUT, Provenance
 from grader.timing.ceilings import cache_key
 from grader.timing.timer import measure_ceilings, slow_first_calls, time_pair
 
@@ -181,6 +182,20 @@ def _check_bands(guard, what: str) -> None:
             "out_of_bounds_write")
 
 
+def rule_broken(own: list[str], counts: list[str]) -> str:
+    """The message of a call whose PyTorch work touched only its own results, or counted integer
+    inputs (grader.sandbox.provenance): a rule broken, not a cheat (grader.judge.diagnose reads
+    its first words)."""
+    parts = []
+    if own:
+        parts.append(f"{describe(own)} on what your Triton kernels wrote (or allocated) in this call")
+    if counts:
+        parts.append(f"{describe(counts)} counting or checking integer inputs")
+    return ("PyTorch computed outside your Triton kernels: " + "; ".join(parts) + ". The kata asks "
+            "for all the arithmetic in Triton; your kernels did the per-element work, so this "
+            "breaks that rule without doing the kata's work in PyTorch (no cheat)")
+
+
 class CaseProblem(Exception):
     """What the live process saw wrong with a call: a message, and a cheat when it is one."""
 
@@ -225,6 +240,8 @@ class CaseRunner:
         self.torch_allowed = effective_allowed(task.allowed_ops, task.forbidden)
         self.forbidden_casts = frozenset(task.forbidden_casts)
         self.torch_ops = None  # what the last call did with PyTorch (grader.sandbox.guards.TorchOps)
+        self.provenance: Provenance | None = None  # where the last call's tensors came from
+        self.floating_outputs = True  # every output of the last call is floating point
         self.cases = {c.name: c for c in task.cases}
         self.saved = 0
         self.launches_last_call = 0  # Triton launches of the last checked call
@@ -275,6 +292,7 @@ class CaseRunner:
         meter = memory_budget.PeakMeter(active=budget is not None)
         returned, launched = self._call(args, meter)
         self.launches_last_call = launched
+        self.floating_outputs = all(output_dtype(o, inputs).is_floating_point for o in self.task.outputs)
         outputs = self._collect_outputs(returned, inputs)
         self._check_outputs(outputs, inputs)
         produced = sum(t.numel() for got in outputs.values() for _, t in flatten(got, "")
@@ -311,6 +329,9 @@ class CaseRunner:
         """(what the submission returned, how many Triton kernels it launched); `meter`, when
         active, measures the call's peak GPU memory (grader.kata.memory_budget)."""
         seen: list[str] = []
+        self.provenance = provenance = Provenance(
+            [pair for name, value in zip(self.task.args, args) for pair in flatten(value, name)],
+            launches.log.storages)
         meter = meter or memory_budget.PeakMeter(active=False)
         factories = GuardedFactories(pause=meter.excluded)
         threads_before = set(threading.enumerate())
@@ -320,8 +341,8 @@ class CaseRunner:
         error = None
         meter.start()
         try:
-            with submission_guards(self.python_forbidden, self.aten_forbidden, seen), factories, \
-                    watch_torch_compute(self.torch_allowed, self.forbidden_casts) as self.torch_ops:
+            with submission_guards(self.python_forbidden, self.aten_forbidden, seen, provenance), factories, \
+                    watch_torch_compute(self.torch_allowed, self.forbidden_casts, provenance) as self.torch_ops:
                 returned = self.fn(*args)
             _sync(self.device)
             meter.stop()
@@ -333,7 +354,13 @@ class CaseRunner:
         finally:
             launches.log.stop()
         if seen:
-            raise CaseProblem(f"called a forbidden op: {seen[0]} is forbidden in this kata", "forbidden_op")
+            floating = all(output_dtype(o, dict(zip(self.task.args, args))).is_floating_point
+                           for o in self.task.outputs)
+            copies = provenance.copies_of_inputs()
+            if any(k == INPUT or (k == COUNT and not floating) for k in provenance.forbidden) or copies:
+                raise CaseProblem(f"called a forbidden op: {seen[0]} is forbidden in this kata"
+                                  + (f" ({copies[0]})" if copies else ""), "forbidden_op")
+            raise CaseProblem(rule_broken([f"{seen[0]} (forbidden in this kata)"], []))
         if len(lockdown.violations) > violations_before:
             raise CaseProblem(f"the sandbox refused {lockdown.violations[-1]}: a submission may not "
                               "start processes", "sandbox_violation")
@@ -370,13 +397,21 @@ class CaseRunner:
                               "done there escapes the op check and the timer", "background_thread")
 
     def _check_torch_compute(self) -> None:
-        """PyTorch computed on tensor data during the call (docs/SCORING.md, torch_compute)."""
-        if self.torch_ops is not None and self.torch_ops.ops:
+        """PyTorch computed on tensor data during the call (docs/SCORING.md, torch_compute): on
+        the kata's inputs a cheat; on the submission's own results only, a rule broken."""
+        ops = self.torch_ops
+        if ops is None:
+            return
+        copies = self.provenance.copies_of_inputs() if self.provenance is not None and (ops.own or ops.counts) else []
+        on_inputs = ops.ops + copies + ([] if self.floating_outputs else ops.counts)
+        if on_inputs:
             raise CaseProblem(
                 f"used PyTorch for more than allocating, filling, viewing and copying tensors: "
-                f"{describe(self.torch_ops.ops)}. Your Triton kernels must compute the outputs "
+                f"{describe(on_inputs)}. Your Triton kernels must compute the outputs "
                 "(reading values on the host counts too); `kata show` lists what PyTorch may do "
                 "in this kata", "torch_compute")
+        if ops.own or ops.counts:
+            raise CaseProblem(rule_broken(ops.own, ops.counts))
 
     def _check_concurrency(self, threads_before: set) -> None:
         if launches.log.foreign_threads:
