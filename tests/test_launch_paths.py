@@ -46,7 +46,7 @@ def test_the_launcher_counts_every_launch_with_its_stream_and_storages(fake_laun
     launcher = fake_launcher()
     launcher(1, 1, 1, 7, None, b"meta", _LazyDict("partials_kernel"), None, None, buffer, 3)
     assert launches.log.count == 0  # no call being checked: nothing recorded
-    launches.log.start(stream=7)
+    launches.log.start(stream=7, keep_storages=True)
     launcher(4, 1, 1, 7, None, b"meta", _LazyDict("partials_kernel"), None, None, buffer, 3)
     launcher(1, 1, 1, 8, None, b"meta", _LazyDict("side_kernel"), None, None, scalar[1:])
     assert fake_launcher.calls == 3 and launches.log.count == 2

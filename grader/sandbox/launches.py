@@ -35,9 +35,11 @@ class LaunchLog:
     foreign_threads: list[str] = field(default_factory=list)
     foreign_streams: list[str] = field(default_factory=list)
     storages: set[int] = field(default_factory=set)  # data_ptr of each storage a launched kernel was handed
+    keep_storages: bool = False  # only for checked calls: timed launches pay nothing for it
 
-    def start(self, stream: int | None) -> None:
+    def start(self, stream: int | None, keep_storages: bool = False) -> None:
         self.active, self.count, self.thread, self.stream = True, 0, threading.get_ident(), stream
+        self.keep_storages = keep_storages
         self.foreign_threads.clear()
         self.foreign_streams.clear()
         self.storages.clear()
@@ -73,10 +75,11 @@ def _record(name: str, stream: int | None, args) -> None:
     if not log.active:
         return
     log.count += 1
-    for arg in args:
-        pointer = _storage(arg)
-        if pointer:
-            log.storages.add(pointer)
+    if log.keep_storages:
+        for arg in args:
+            pointer = _storage(arg)
+            if pointer:
+                log.storages.add(pointer)
     if threading.get_ident() != log.thread:
         log.foreign_threads.append(name)
     elif log.stream is not None and (stream if stream is not None else _current_stream()) != log.stream:

@@ -337,7 +337,7 @@ class CaseRunner:
         threads_before = set(threading.enumerate())
         violations_before = len(lockdown.violations)
         stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
-        launches.log.start(stream)
+        launches.log.start(stream, keep_storages=True)
         error = None
         meter.start()
         try:
