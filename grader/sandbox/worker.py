@@ -2,7 +2,7 @@
 
 Started by grader.grading.runner as `python -m grader.sandbox.worker REQUEST.json`. Before the
 submission is imported it measures the device, snapshots the grader (grader.sandbox.integrity),
-wraps Triton's launch methods (grader.sandbox.launches) and locks itself down
+wraps Triton's launchers (grader.sandbox.launches) and locks itself down
 (grader.sandbox.lockdown). Then, per case, it calls the submission twice (fresh inputs, then new
 contents in the same buffers), checks what only a live process can see (exceptions, forbidden ops,
 kernel launches, threads and streams, output types, aliasing, changed inputs, guard bands) and saves
