@@ -292,7 +292,6 @@ class CaseRunner:
         meter = memory_budget.PeakMeter(active=budget is not None)
         returned, launched = self._call(args, meter)
         self.launches_last_call = launched
-        self.floating_outputs = all(output_dtype(o, inputs).is_floating_point for o in self.task.outputs)
         outputs = self._collect_outputs(returned, inputs)
         self._check_outputs(outputs, inputs)
         produced = sum(t.numel() for got in outputs.values() for _, t in flatten(got, "")
@@ -332,6 +331,8 @@ class CaseRunner:
         self.provenance = provenance = Provenance(
             [pair for name, value in zip(self.task.args, args) for pair in flatten(value, name)],
             launches.log.storages)
+        by_name = dict(zip(self.task.args, args))
+        self.floating_outputs = all(output_dtype(o, by_name).is_floating_point for o in self.task.outputs)
         meter = meter or memory_budget.PeakMeter(active=False)
         factories = GuardedFactories(pause=meter.excluded)
         threads_before = set(threading.enumerate())
@@ -354,13 +355,7 @@ class CaseRunner:
         finally:
             launches.log.stop()
         if seen:
-            floating = all(output_dtype(o, dict(zip(self.task.args, args))).is_floating_point
-                           for o in self.task.outputs)
-            copies = provenance.copies_of_inputs()
-            if any(k == INPUT or (k == COUNT and not floating) for k in provenance.forbidden) or copies:
-                raise CaseProblem(f"called a forbidden op: {seen[0]} is forbidden in this kata"
-                                  + (f" ({copies[0]})" if copies else ""), "forbidden_op")
-            raise CaseProblem(rule_broken([f"{seen[0]} (forbidden in this kata)"], []))
+            raise self._torch_problem(seen[0])
         if len(lockdown.violations) > violations_before:
             raise CaseProblem(f"the sandbox refused {lockdown.violations[-1]}: a submission may not "
                               "start processes", "sandbox_violation")
@@ -397,21 +392,36 @@ class CaseRunner:
                               "done there escapes the op check and the timer", "background_thread")
 
     def _check_torch_compute(self) -> None:
-        """PyTorch computed on tensor data during the call (docs/SCORING.md, torch_compute): on
-        the kata's inputs a cheat; on the submission's own results only, a rule broken."""
-        ops = self.torch_ops
-        if ops is None:
-            return
-        copies = self.provenance.copies_of_inputs() if self.provenance is not None and (ops.own or ops.counts) else []
-        on_inputs = ops.ops + copies + ([] if self.floating_outputs else ops.counts)
+        """PyTorch computed on tensor data during the call (docs/SCORING.md, torch_compute)."""
+        problem = self._torch_problem()
+        if problem is not None:
+            raise problem
+
+    def _torch_problem(self, forbidden: str | None = None) -> CaseProblem | None:
+        """What PyTorch did in the last call beyond what the task allows (`forbidden`: the first
+        forbidden op caught), by what it computed on (grader.sandbox.provenance): the kata's
+        inputs, the cheat; only the submission's own results, or counts of integer inputs in a
+        task with floating-point outputs, a rule broken."""
+        ops, provenance, floating = self.torch_ops, self.provenance, self.floating_outputs
+        own, counts, inputs = (ops.own, ops.counts, ops.ops) if ops is not None else ([], [], [])
+        kinds = provenance.forbidden if provenance is not None else []
+        if not own and not counts and forbidden is None and not inputs:
+            return None
+        copies = provenance.copies_of_inputs() if provenance is not None else []
+        if forbidden is not None and (not kinds or copies or any(
+                k == INPUT or (k == COUNT and not floating) for k in kinds)):
+            return CaseProblem(f"called a forbidden op: {forbidden} is forbidden in this kata"
+                               + (f" ({copies[0]})" if copies else ""), "forbidden_op")
+        on_inputs = inputs + copies + ([] if floating else counts)
         if on_inputs:
-            raise CaseProblem(
+            return CaseProblem(
                 f"used PyTorch for more than allocating, filling, viewing and copying tensors: "
                 f"{describe(on_inputs)}. Your Triton kernels must compute the outputs "
                 "(reading values on the host counts too); `kata show` lists what PyTorch may do "
                 "in this kata", "torch_compute")
-        if ops.own or ops.counts:
-            raise CaseProblem(rule_broken(ops.own, ops.counts))
+        if forbidden is not None:
+            own = [f"{forbidden} (forbidden in this kata)"] + [op for op in own if op != forbidden]
+        return CaseProblem(rule_broken(own, counts))
 
     def _check_concurrency(self, threads_before: set) -> None:
         if launches.log.foreign_threads:
