@@ -98,9 +98,13 @@ def _launch_name(args) -> str:
 def _wrap_launcher(cls) -> None:
     original = cls.__call__
 
-    def __call__(self, gridX, gridY, gridZ, stream, function, *args):
-        _record(_launch_name(args), stream if isinstance(stream, int) else None, args)
-        return original(self, gridX, gridY, gridZ, stream, function, *args)
+    def __call__(self, *args, **kwargs):
+        # (gridX, gridY, gridZ, stream, function, metadata..., kernel arguments...), positional
+        # from every caller in Triton; keywords are taken too, whatever a library passes.
+        stream = args[3] if len(args) > 3 else kwargs.get("stream")
+        rest = (*args[5:], *kwargs.values())
+        _record(_launch_name(rest), stream if isinstance(stream, int) else None, rest)
+        return original(self, *args, **kwargs)
 
     __call__.__wrapped__ = original
     cls.__call__ = __call__
