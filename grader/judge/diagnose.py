@@ -104,6 +104,11 @@ ADVICE = {
                    "torch.empty_like(x)); compute in float32 inside the kernel and cast on the store",
     "wrong_shape": "allocate the output with the shape the kata asks for",
     "wrong_output": "return what the kata's signature says: plain tensors, as many as it lists",
+    "torch_outside_kernels": "do the final reduction over partials in a second Triton kernel "
+                             "(or accumulate across programs with tl.atomic_add), convert dtypes in "
+                             "the kernel's store, and count or check integer inputs inside a kernel "
+                             "(tl.sum over a mask) instead of with .item(); during the call PyTorch may "
+                             "only allocate, fill, view and copy (`kata show` lists it)",
     "memory_budget": "the call allocated more scratch memory than the kata's budget allows: "
                      "look for a copy of an input in a wider dtype (x.float()), an intermediate as "
                      "large as the input (a softmax, an exp, a buffer per element), or PyTorch "
@@ -196,6 +201,7 @@ _STRUCTURE = [  # (pattern in the message, code): the worker's and checker's own
     (re.compile(r" has shape \(.*\), expected "), "wrong_shape"),
     (re.compile(r" is on \S+, expected "), "wrong_device"),
     (re.compile(r"^peak extra GPU memory .* exceeds the budget"), "memory_budget"),
+    (re.compile(r"^PyTorch computed outside your Triton kernels: "), "torch_outside_kernels"),
 ]
 
 

@@ -22,6 +22,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.kata.allowed_ops import BASE_ALLOWED, HOST_READS, describe
+from grader.sandbox.provenance import INPUT, OWN, Provenance
 
 
 class ForbiddenOpError(RuntimeError):
@@ -71,29 +72,35 @@ class GraderDispatchMode(TorchDispatchMode):
 
 
 class _ForbiddenFunctions(TorchFunctionMode):
-    def __init__(self, python_level: dict[int, str], seen: list[str]):
+    def __init__(self, python_level: dict[int, str], seen: list[str], provenance: Provenance | None = None):
         super().__init__()
         self.python_level = python_level
         self.seen = seen
+        self.provenance = provenance
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = self.python_level.get(id(func))
         if name is not None:
             self.seen.append(name)
+            if self.provenance is not None:
+                self.provenance.forbidden.append(self.provenance.classify(name, args, kwargs))
             raise ForbiddenOpError(f"{name} is forbidden in this kata")
         return func(*args, **(kwargs or {}))
 
 
 class _ForbiddenAtenOps(GraderDispatchMode):
-    def __init__(self, aten_level: set[str], seen: list[str]):
+    def __init__(self, aten_level: set[str], seen: list[str], provenance: Provenance | None = None):
         super().__init__()
         self.aten_level = aten_level
         self.seen = seen
+        self.provenance = provenance
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = str(func.overloadpacket)
         if name in self.aten_level and not (_in_machinery() and name in BASE_ALLOWED):
             self.seen.append(name)
+            if self.provenance is not None:  # the recorder above has copied the operands already
+                self.provenance.forbidden.append(self.provenance.classify(name, args, kwargs, snapshot=False))
             raise ForbiddenOpError(f"{name} (the op behind it) is forbidden in this kata")
         return func(*args, **(kwargs or {}))
 
@@ -117,14 +124,16 @@ def poisoned_allocations():
 
 
 @contextlib.contextmanager
-def submission_guards(python_level: dict[int, str], aten_level: set[str], seen: list[str]):
-    """Everything in force during a checked call; `seen` collects forbidden names caught."""
+def submission_guards(python_level: dict[int, str], aten_level: set[str], seen: list[str],
+                      provenance: Provenance | None = None):
+    """Everything in force during a checked call; `seen` collects forbidden names caught (and
+    `provenance.forbidden`, when given, what each was called on)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(poisoned_allocations())
         if python_level:
-            stack.enter_context(_ForbiddenFunctions(python_level, seen))
+            stack.enter_context(_ForbiddenFunctions(python_level, seen, provenance))
         if aten_level:
-            stack.enter_context(_ForbiddenAtenOps(aten_level, seen))
+            stack.enter_context(_ForbiddenAtenOps(aten_level, seen, provenance))
         yield
 
 
@@ -147,15 +156,20 @@ def submission_guards(python_level: dict[int, str], aten_level: set[str], seen: 
 class TorchOps:
     """What one checked call did with PyTorch beyond what its task allows."""
 
-    ops: list[str] = field(default_factory=list)  # disallowed ops seen, in order, deduplicated
+    ops: list[str] = field(default_factory=list)  # disallowed ops on the kata's inputs, in order, deduplicated
+    own: list[str] = field(default_factory=list)  # disallowed ops on the submission's own results only
+    counts: list[str] = field(default_factory=list)  # integer counts or checks of integer inputs
     escapes: list[str] = field(default_factory=list)  # how the check was switched off or gone round
     threads: list[str] = field(default_factory=list)  # threads of the submission's running during it
     names: set[str] = field(default_factory=set)  # bare op names behind `ops`
 
-    def add(self, label: str, name: str | None = None) -> None:
+    def add(self, label: str, name: str | None = None, kind: int = INPUT) -> None:
+        """`kind` (grader.sandbox.provenance): what the op computed on, the kata's inputs unless
+        the provenance says otherwise."""
         self.names.add(name or label)
-        if label not in self.ops:
-            self.ops.append(label)
+        found = self.ops if kind == INPUT else self.own if kind == OWN else self.counts
+        if label not in found:
+            found.append(label)
 
     def escape(self, what: str) -> None:
         if what not in self.escapes:
@@ -195,23 +209,39 @@ def _reads_to_host(args, result) -> bool:
 
 
 class _OpRecorder(GraderDispatchMode):
-    def __init__(self, allowed: frozenset, record: TorchOps, forbidden_casts: frozenset = frozenset()):
+    def __init__(self, allowed: frozenset, record: TorchOps, forbidden_casts: frozenset = frozenset(),
+                 provenance: Provenance | None = None):
         super().__init__()
         self.allowed, self.record, self.forbidden_casts = allowed, record, forbidden_casts
+        self.provenance = provenance
+
+    def _kind(self, name: str, args, kwargs) -> int:
+        if self.provenance is None:
+            return INPUT
+        with grader_machinery(), _scope(MACHINERY_SCOPE):  # its copies are the grader's
+            return self.provenance.classify(name, args, kwargs)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = _packet(func)
         hiding = _dispatching_subclasses(types)
+        kind = None
         if hiding:
             kinds = ", ".join(sorted({t.__name__ for t in hiding}))
             self.record.add(f"{name} on a tensor subclass ({kinds}), whose __torch_dispatch__ "
                             "can run work this check cannot see", name)
         elif name not in self.allowed and not (_in_machinery() and name in BASE_ALLOWED):
-            self.record.add(name)
+            kind = self._kind(name, args, kwargs)
+            self.record.add(name, kind=kind)
         result = func(*args, **(kwargs or {}))
+        if self.provenance is not None and not _in_machinery():
+            try:
+                self.provenance.follow(name, args, kwargs, result, kind)
+            except Exception:  # noqa: BLE001 - what it wrote stays of unknown origin: the inputs'
+                pass
         if name in _COPY_OPS:
             if _reads_to_host(args, result):
-                self.record.add(f"{name} from the device to the host (.cpu(), .to('cpu'))", name)
+                self.record.add(f"{name} from the device to the host (.cpu(), .to('cpu'))", name,
+                                kind=self._kind(name, args, kwargs))
             cast = _cast_into(name, args, result) if self.forbidden_casts and not _in_machinery() else None
             if cast in self.forbidden_casts:
                 self.record.add(f"{name}, a conversion into torch.{cast} (.to(torch.{cast}), or copy_ "
@@ -257,9 +287,10 @@ def _host_read_functions() -> dict:
 
 
 class _HostReads(TorchFunctionMode):
-    def __init__(self, allowed: frozenset, record: TorchOps):
+    def __init__(self, allowed: frozenset, record: TorchOps, provenance: Provenance | None = None):
         super().__init__()
         self.allowed, self.record = allowed, record
+        self.provenance = provenance
         self.functions = _host_read_functions()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -268,7 +299,11 @@ class _HostReads(TorchFunctionMode):
         except TypeError:  # an unhashable callable
             name = None
         if name is not None and name not in self.allowed:
-            self.record.add(name)
+            kind = INPUT
+            if self.provenance is not None and name not in _PRINTING:
+                with grader_machinery(), _scope(MACHINERY_SCOPE):
+                    kind = self.provenance.classify(name, args, kwargs)
+            self.record.add(name, kind=kind)
         return func(*args, **(kwargs or {}))
 
 
@@ -481,10 +516,13 @@ def unseen_ops(events, allowed: frozenset, recorded: set[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def watch_torch_compute(allowed: frozenset, forbidden_casts: frozenset = frozenset()):
+def watch_torch_compute(allowed: frozenset, forbidden_casts: frozenset = frozenset(),
+                        provenance: Provenance | None = None):
     """Record, during one checked call, the PyTorch work `allowed` does not cover, and conversions
     into the dtypes of `forbidden_casts` (names: 'float8_e4m3fn'); yields a TorchOps filled in
-    when the block exits. Enter it last, so its mode is on top of the stack."""
+    when the block exits. With `provenance`, each op is told apart by what it computed on: the
+    kata's inputs, or the submission's own results only (grader.sandbox.provenance). Enter it
+    last, so its mode is on top of the stack."""
     from torch.overrides import _get_current_function_mode_stack
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
@@ -493,7 +531,8 @@ def watch_torch_compute(allowed: frozenset, forbidden_casts: frozenset = frozens
     record.escapes.extend(dict.fromkeys(_audit))  # anything called since the last check
     live_threads = [t for t in _threads if not t["done"]]
     threads_before = len(_threads)
-    recorder, host_reads = _OpRecorder(allowed, record, forbidden_casts), _HostReads(allowed, record)
+    recorder = _OpRecorder(allowed, record, forbidden_casts, provenance)
+    host_reads = _HostReads(allowed, record, provenance)
     dispatch_below = list(_get_current_dispatch_mode_stack())
     function_below = list(_get_current_function_mode_stack())
     profile = _Profile()
@@ -522,7 +561,8 @@ def watch_torch_compute(allowed: frozenset, forbidden_casts: frozenset = frozens
             record.escape("the Python dispatch key was left excluded (torch._C._DisableTorchDispatch)")
         if (set(vars(recorder)), set(vars(host_reads))) != own_state or recorder.allowed is not allowed \
                 or recorder.record is not record or host_reads.allowed is not allowed \
-                or recorder.forbidden_casts is not forbidden_casts:
+                or recorder.forbidden_casts is not forbidden_casts or recorder.provenance is not provenance \
+                or host_reads.provenance is not provenance:
             record.escape("the op recorder was modified")
         if profile.problem:
             record.escape(profile.problem)

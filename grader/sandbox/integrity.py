@@ -81,5 +81,5 @@ class Snapshot:
         from grader.sandbox import launches
 
         if not launches.still_installed():
-            changed.append("Triton's launch methods")
+            changed.append("Triton's launchers")
         return changed

@@ -2,7 +2,7 @@
 
 Started by grader.grading.runner as `python -m grader.sandbox.worker REQUEST.json`. Before the
 submission is imported it measures the device, snapshots the grader (grader.sandbox.integrity),
-wraps Triton's launch methods (grader.sandbox.launches) and locks itself down
+wraps Triton's launchers (grader.sandbox.launches) and locks itself down
 (grader.sandbox.lockdown). Then, per case, it calls the submission twice (fresh inputs, then new
 contents in the same buffers), checks what only a live process can see (exceptions, forbidden ops,
 kernel launches, threads and streams, output types, aliasing, changed inputs, guard bands) and saves
@@ -43,6 +43,7 @@ from grader.sandbox import integrity, launches, lockdown, progress
 from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
 from grader.sandbox.guardbands import GuardedFactories, guarded_copy
 from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
+from grader.sandbox.provenance import COUNT, INPUT, Provenance
 from grader.timing import sizing
 from grader.timing.ceilings import cache_key, far_off
 from grader.timing.timer import measure_ceilings, time_pair
@@ -182,6 +183,20 @@ def _check_bands(guard, what: str) -> None:
             "out_of_bounds_write")
 
 
+def rule_broken(own: list[str], counts: list[str]) -> str:
+    """The message of a call whose PyTorch work touched only its own results, or counted integer
+    inputs (grader.sandbox.provenance): a rule broken, not a cheat (grader.judge.diagnose reads
+    its first words)."""
+    parts = []
+    if own:
+        parts.append(f"{describe(own)} on what your Triton kernels wrote (or allocated) in this call")
+    if counts:
+        parts.append(f"{describe(counts)} counting or checking integer inputs")
+    return ("PyTorch computed outside your Triton kernels: " + "; ".join(parts) + ". The kata asks "
+            "for all the arithmetic in Triton; your kernels did the per-element work, so this "
+            "breaks that rule without doing the kata's work in PyTorch (no cheat)")
+
+
 class CaseProblem(Exception):
     """What the live process saw wrong with a call: a message, and a cheat when it is one."""
 
@@ -226,6 +241,8 @@ class CaseRunner:
         self.torch_allowed = effective_allowed(task.allowed_ops, task.forbidden)
         self.forbidden_casts = frozenset(task.forbidden_casts)
         self.torch_ops = None  # what the last call did with PyTorch (grader.sandbox.guards.TorchOps)
+        self.provenance: Provenance | None = None  # where the last call's tensors came from
+        self.floating_outputs = True  # every output of the last call is floating point
         self.cases = {c.name: c for c in task.cases}
         self.saved = 0
         self.launches_last_call = 0  # Triton launches of the last checked call
@@ -316,17 +333,22 @@ class CaseRunner:
         """(what the submission returned, how many Triton kernels it launched); `meter`, when
         active, measures the call's peak GPU memory (grader.kata.memory_budget)."""
         seen: list[str] = []
+        self.provenance = provenance = Provenance(
+            [pair for name, value in zip(self.task.args, args) for pair in flatten(value, name)],
+            launches.log.storages)
+        by_name = dict(zip(self.task.args, args))
+        self.floating_outputs = all(output_dtype(o, by_name).is_floating_point for o in self.task.outputs)
         meter = meter or memory_budget.PeakMeter(active=False)
         factories = GuardedFactories(pause=meter.excluded)
         threads_before = set(threading.enumerate())
         violations_before = len(lockdown.violations)
         stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
-        launches.log.start(stream)
+        launches.log.start(stream, keep_storages=True)
         error = None
         meter.start()
         try:
-            with submission_guards(self.python_forbidden, self.aten_forbidden, seen), factories, \
-                    watch_torch_compute(self.torch_allowed, self.forbidden_casts) as self.torch_ops:
+            with submission_guards(self.python_forbidden, self.aten_forbidden, seen, provenance), factories, \
+                    watch_torch_compute(self.torch_allowed, self.forbidden_casts, provenance) as self.torch_ops:
                 progress.record.call()
                 started = time.perf_counter()
                 returned = self.fn(*args)
@@ -342,7 +364,7 @@ class CaseRunner:
         finally:
             launches.log.stop()
         if seen:
-            raise CaseProblem(f"called a forbidden op: {seen[0]} is forbidden in this kata", "forbidden_op")
+            raise self._torch_problem(seen[0])
         if len(lockdown.violations) > violations_before:
             raise CaseProblem(f"the sandbox refused {lockdown.violations[-1]}: a submission may not "
                               "start processes", "sandbox_violation")
@@ -380,12 +402,35 @@ class CaseRunner:
 
     def _check_torch_compute(self) -> None:
         """PyTorch computed on tensor data during the call (docs/SCORING.md, torch_compute)."""
-        if self.torch_ops is not None and self.torch_ops.ops:
-            raise CaseProblem(
+        problem = self._torch_problem()
+        if problem is not None:
+            raise problem
+
+    def _torch_problem(self, forbidden: str | None = None) -> CaseProblem | None:
+        """What PyTorch did in the last call beyond what the task allows (`forbidden`: the first
+        forbidden op caught), by what it computed on (grader.sandbox.provenance): the kata's
+        inputs, the cheat; only the submission's own results, or counts of integer inputs in a
+        task with floating-point outputs, a rule broken."""
+        ops, provenance, floating = self.torch_ops, self.provenance, self.floating_outputs
+        own, counts, inputs = (ops.own, ops.counts, ops.ops) if ops is not None else ([], [], [])
+        kinds = provenance.forbidden if provenance is not None else []
+        if not own and not counts and forbidden is None and not inputs:
+            return None
+        copies = provenance.copies_of_inputs() if provenance is not None else []
+        if forbidden is not None and (not kinds or copies or any(
+                k == INPUT or (k == COUNT and not floating) for k in kinds)):
+            return CaseProblem(f"called a forbidden op: {forbidden} is forbidden in this kata"
+                               + (f" ({copies[0]})" if copies else ""), "forbidden_op")
+        on_inputs = inputs + copies + ([] if floating else counts)
+        if on_inputs:
+            return CaseProblem(
                 f"used PyTorch for more than allocating, filling, viewing and copying tensors: "
-                f"{describe(self.torch_ops.ops)}. Your Triton kernels must compute the outputs "
+                f"{describe(on_inputs)}. Your Triton kernels must compute the outputs "
                 "(reading values on the host counts too); `kata show` lists what PyTorch may do "
                 "in this kata", "torch_compute")
+        if forbidden is not None:
+            own = [f"{forbidden} (forbidden in this kata)"] + [op for op in own if op != forbidden]
+        return CaseProblem(rule_broken(own, counts))
 
     def _check_concurrency(self, threads_before: set) -> None:
         if launches.log.foreign_threads:
