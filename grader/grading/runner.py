@@ -28,7 +28,7 @@ from pathlib import Path
 from grader import __version__
 from grader.grading import compile_ahead, cuda_probe, warm_start
 from grader.grading.plan import PlannedCase, build_plan
-from grader.judge import diagnose
+from grader.judge import diagnose, kernel_anatomy
 from grader.kata.format import ITEMSIZE, Kata
 from grader.kata.gpu_memory import shortfall
 from grader.paths import package_dir
@@ -497,6 +497,9 @@ _TIMING_TYPES = {
     "time_ms": (int, float), "baseline_ms": (int, float), "speedup": (int, float),
     "timing_method": (str,), "calls_per_sample": (int,), "samples": (int,),
     "round_speedups": (list,), "host_syncs": (int,), "host_sync_at": (str,),
+    # One profiled call's kernels (grader.timing.anatomy): advice only, read by
+    # grader.judge.kernel_anatomy, which drops whatever is not in the worker's form.
+    "anatomy": (dict,),
 }
 
 
@@ -660,6 +663,8 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
             raw = run.verdicts.get(planned.key)
             case = _case_result(planned, raw, timings.get(planned.key))
             _parent_floor(case, kata, planned, env.get("ceilings"))
+            kernel_anatomy.attach(case, (timings.get(planned.key) or {}).get("anatomy"),
+                                  env.get("ceilings"), mode)
             detail = (raw or {}).get("diagnosis") if case.status in (FAIL, ERROR) else None
             failure = timing_errors.get(planned.key) or run.timing_failures.get(planned.key)
             if failure:
