@@ -25,10 +25,6 @@ SHARED_RESERVED = 1024  # bytes the driver keeps per block (sm_80 and later)
 MAX_KERNELS = 16
 _NAME = re.compile(r"[^A-Za-z0-9_.:<>,()\[\] *&+-]")
 
-INTERPRETER_NOTE = ("no anatomy under the Triton interpreter: the kernels run as Python on the CPU, "
-                    "so there are no GPU kernels, registers or occupancy to show; grade on a GPU "
-                    "(kata grade --gpu) for the anatomy and the roofline plot")
-
 # The thresholds of the advice below (docs/SCORING.md, "Speed advice").
 SLOWER_THAN_BASELINE = 1.0  # only cases below this speedup get the anatomy's advice
 DOMINANT_MIN_MS = 0.02  # a kernel shorter than this is launch overhead, whatever its grid

@@ -1,0 +1,77 @@
+"""The anatomy in the reports: the roofline plot (matplotlib, an optional extra), the per-case
+kernel table, the note under the interpreter, and the note saying how to get the plot when
+matplotlib is absent. tests/test_report_browser.py renders the page in headless Chromium."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from anatomy_factory import anatomy_grade
+from grade_factory import make_grade
+from grader.results import roofline_plot
+from grader.results.report import render_report
+
+
+def test_the_html_report_has_the_kernel_table_and_escapes_kernel_names():
+    html = render_report(anatomy_grade(), "html")
+    assert "Speed anatomy" in html and '<table class="kernels">' in html
+    assert "<code>add_kernel</code>" in html and "8x1x1" in html
+    assert "FillFunctor&lt;float&gt;" in html and "FillFunctor<float>" not in html
+    assert "8 programs on 132 SMs: 124 SMs idle" in html  # the advice above it
+
+
+def test_the_markdown_report_names_the_dominant_kernel_per_case():
+    md = render_report(anatomy_grade(), "md")
+    assert "## Speed anatomy" in md and "`add_kernel` | 8x1x1 | 4 | 26 | 0 |" in md
+
+
+def test_the_report_says_where_the_profile_files_are():
+    result = anatomy_grade(files={"trace": "/tmp/prof/case.trace.json", "ptx": "/tmp/prof/case.add_kernel.ptx"})
+    html = render_report(result, "html")
+    assert "Chrome trace of one call (opens in Perfetto) <code>/tmp/prof/case.trace.json</code>" in html
+    assert "PTX <code>/tmp/prof/case.add_kernel.ptx</code>" in html
+
+
+def test_under_the_interpreter_the_report_says_why_there_is_no_anatomy():
+    result = make_grade("vector_add", mode="interpret")
+    for fmt in ("html", "md"):
+        text = render_report(result, fmt)
+        assert "no anatomy under the triton interpreter" in text.replace("\n", " ").lower()
+    assert roofline_plot.roofline(result).svg is None
+
+
+def test_the_plot_is_an_inline_log_log_svg_with_both_ceilings_and_every_case():
+    pytest.importorskip("matplotlib")
+    result = anatomy_grade()
+    reference = {f"{c.task}/{c.name}/{c.dtype}": c.time_ms * 0.05 for c in result.cases if c.timed}
+    plot = roofline_plot.roofline(result, reference)
+    assert plot.svg.startswith('<svg class="chart roofline"') and "<?xml" not in plot.svg
+    assert "copy 4000 GB/s" in plot.svg and "matmul 700 TFLOP/s" in plot.svg
+    assert "arithmetic intensity" in plot.svg and "(reference)" in plot.svg
+    assert len(plot.points) == 6  # three cases, each with the reference beside it
+    html = render_report(result, "html", reference)
+    assert '<figure class="roofline"><svg class="chart roofline"' in html
+
+
+def test_cases_without_declared_flops_get_a_bandwidth_panel():
+    pytest.importorskip("matplotlib")
+    plot = roofline_plot.roofline(anatomy_grade("transpose", flops=False))
+    assert "Bandwidth (no FLOPs declared)" in plot.svg and "GB/s reached" in plot.svg
+
+
+def test_without_matplotlib_the_report_says_how_to_get_the_plot(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    html = render_report(anatomy_grade(), "html")
+    assert '<svg class="chart roofline"' not in html
+    assert 'pip install &#34;triton-kata[plot]&#34;' in html or 'pip install "triton-kata[plot]"' in html
+    assert '<table class="kernels">' in html  # the table needs no plotting library
+
+
+def test_a_grade_with_no_ceilings_or_no_timed_case_has_a_note_not_a_plot():
+    result = anatomy_grade()
+    result.environment.pop("ceilings")
+    assert "ceilings were not measured" in roofline_plot.roofline(result).note
+    slow = make_grade("vector_add", correct=False)
+    assert roofline_plot.roofline(slow).note == "no roofline plot: no case was timed"
