@@ -22,7 +22,7 @@ def recorded(programs: int, gpu_us: float, name: str = "add_kernel") -> dict:
 
 
 def anatomy_grade(kata: str = "vector_add", *, speedup: float = 0.05, programs: int = 8, flops: bool = True,
-                  files: dict | None = None):
+                  files: dict | None = None, copied: dict | None = None):
     """A slow, correct GPU grade of `kata` whose timed cases each carry an anatomy."""
     result = make_grade(kata, speedup=speedup, roofline=0.03, device="NVIDIA H200", cases=3)
     result.environment["ceilings"] = dict(CEILINGS)
@@ -34,6 +34,6 @@ def anatomy_grade(kata: str = "vector_add", *, speedup: float = 0.05, programs: 
         raw = recorded(programs, case.time_ms * 1e3 * 0.95)
         if files:
             raw["files"] = files
-        kernel_anatomy.attach(case, raw, CEILINGS, "gpu")
+        kernel_anatomy.attach(case, raw, CEILINGS, "gpu", copied)
     result.advice = kernel_anatomy.advice(result.cases)
     return result

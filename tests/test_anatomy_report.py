@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 
+import click
 import pytest
 
 from anatomy_factory import anatomy_grade
@@ -28,10 +29,13 @@ def test_the_markdown_report_names_the_dominant_kernel_per_case():
 
 
 def test_the_report_says_where_the_profile_files_are():
-    result = anatomy_grade(files={"trace": "/tmp/prof/case.trace.json", "ptx": "/tmp/prof/case.add_kernel.ptx"})
+    result = anatomy_grade(files={"trace": "case.trace.json", "ptx": "case.add_kernel.ptx", "ttir": "lost.ttir"},
+                           copied={"case.trace.json": "/tmp/prof/case.trace.json",
+                                   "case.add_kernel.ptx": "/tmp/prof/case.add_kernel.ptx"})
     html = render_report(result, "html")
     assert "Chrome trace of one call (opens in Perfetto) <code>/tmp/prof/case.trace.json</code>" in html
     assert "PTX <code>/tmp/prof/case.add_kernel.ptx</code>" in html
+    assert "lost.ttir" not in html  # a file the parent did not copy is not named
 
 
 def test_under_the_interpreter_the_report_says_why_there_is_no_anatomy():
@@ -75,3 +79,22 @@ def test_a_grade_with_no_ceilings_or_no_timed_case_has_a_note_not_a_plot():
     assert "ceilings were not measured" in roofline_plot.roofline(result).note
     slow = make_grade("vector_add", correct=False)
     assert roofline_plot.roofline(slow).note == "no roofline plot: no case was timed"
+
+
+def test_the_terminal_shows_the_top_advice_in_two_lines_and_names_the_rest():
+    from grader.cli.main import format_result
+
+    text = click.unstyle(format_result(anatomy_grade()))
+    advice = text.split("how to be faster:")[1].strip().splitlines()
+    assert advice[0].startswith("small_grid in 3 case(s)") and "124 SMs idle" in advice[0]
+    assert advice[1].strip().startswith("-> the kernel that takes the time runs fewer programs")
+    assert advice[2].strip() == "also: low_bandwidth (see --report or --json)"
+
+
+def test_the_terminal_says_where_profile_went_or_why_nothing_was_written(tmp_path):
+    from grader.cli.main import _profile_written
+
+    result = anatomy_grade(files={"trace": "a.trace.json"}, copied={"a.trace.json": str(tmp_path / "a.trace.json")})
+    assert _profile_written(result, tmp_path).startswith(f"Profile written to {tmp_path}: 3 file(s)")
+    assert "nothing" in _profile_written(anatomy_grade(), tmp_path)
+    assert "interpreter" in _profile_written(make_grade("vector_add", mode="interpret"), tmp_path)

@@ -291,3 +291,20 @@ def test_a_timing_with_no_anatomy_has_a_note():
 
     _, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing()}], {BENCH.key})
     assert case.kernels is None and case.anatomy == {"note": "no anatomy was reported for this case"}
+
+
+def test_profile_files_are_copied_out_only_as_plain_files_of_the_worker_s_names(tmp_path: Path):
+    source, dest = tmp_path / "grade" / "anatomy", tmp_path / "out"
+    source.mkdir(parents=True)
+    (source / "vector_add-bench.trace.json").write_text("{}")
+    (source / "vector_add-bench.add_kernel.ptx").write_text("// ptx")
+    (source / "notes.txt").write_text("not ours")
+    secret = tmp_path / "secret.ttir"
+    secret.write_text("private")
+    (source / "planted.ttir").symlink_to(secret)  # the submission could plant a link
+    copied = kernel_anatomy.copy_files(source, dest)
+    assert sorted(copied) == ["vector_add-bench.add_kernel.ptx", "vector_add-bench.trace.json"]
+    assert (dest / "vector_add-bench.trace.json").read_text() == "{}"
+    assert not (dest / "planted.ttir").exists() and not (dest / "notes.txt").exists()
+    assert kernel_anatomy.copy_files(source, None) == {}
+    assert kernel_anatomy.copy_files(tmp_path / "missing", dest) == {}

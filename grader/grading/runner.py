@@ -67,6 +67,7 @@ class WorkerRun:
     env: dict | None = None  # the worker's environment as the referee heard it, before the import
     sandbox: dict | None = None  # and its lockdown, likewise
     timing_reports: dict | None = None  # key -> {"timing": ...} or {"error": ...}, as the referee heard them
+    profile_files: dict = field(default_factory=dict)  # `--profile`: file name -> where it was copied
 
     @property
     def timed_out(self) -> bool:
@@ -83,7 +84,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
           timeout_s: float | None = None, memory_gib: float | None = None,
           protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
           progress=None, case_timeout_s: float | None = None, turns=None,
-          only_cases: Sequence[str] | None = None) -> GradeResult:
+          only_cases: Sequence[str] | None = None, profile_dir: Path | None = None) -> GradeResult:
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
     fail_fast: stop at the first failing case. keep_going: run every case, and time the bench
@@ -92,7 +93,8 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     case as it starts and ends ({"type": "start"|"case", "key", "phase", "status"}).
     only_cases: run only the cases of these names (in every task that has one), to rerun a
     failing case in seconds; such a grade is partial (result.only_cases says so). An unknown
-    name raises ValueError.
+    name raises ValueError. profile_dir: on a GPU, each timed case's Chrome trace of one call and
+    its longest Triton kernel's IR and PTX are copied there (grader.timing.anatomy).
     """
     submission = Path(submission).resolve()
     mode = mode or default_mode()
@@ -106,7 +108,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
         plan = select_cases(kata, plan, only_cases)
     started = time.monotonic()
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
-               "case_cap_s": case_timeout_s or timeout_s, "turns": turns}
+               "case_cap_s": case_timeout_s or timeout_s, "turns": turns, "profile_dir": profile_dir}
     run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
     ended = time.monotonic()
     if os.environ.get("KATA_TRACE"):  # where the time went: the worker's questions, in order
@@ -195,6 +197,10 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
             # The worker knows the device; it picks its own entry of the ceilings cache.
             "ceilings_cache": ceilings_cache.load_all() if mode == "gpu" else {},
         }
+        if options.get("profile_dir") and mode == "gpu":
+            # Written inside the grade's folder (the only place the sandbox may write), copied
+            # out by this process once the worker is done.
+            request["anatomy_dir"] = str(tmp_path / "anatomy")
         request_path = tmp_path / "request.json"
         request_path.write_text(json.dumps(request))
         output_path = tmp_path / "output.txt"
@@ -230,6 +236,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
             changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
             killed = breach is not None or proc.returncode is None or proc.returncode < 0
             events, corrupt = _read_events(results_path, killed)
+            copied = kernel_anatomy.copy_files(tmp_path / "anatomy", options.get("profile_dir"))
         finally:
             ours.close()
             judge.close()
@@ -246,7 +253,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          _read_output(output_path), corrupt, changed, referee.verdicts,
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
                          referee.timeline, referee.given_up, referee.timed, referee.env,
-                         referee.sandbox, referee.timing_reports)
+                         referee.sandbox, referee.timing_reports, copied)
 
 
 def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
@@ -664,7 +671,7 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
             case = _case_result(planned, raw, timings.get(planned.key))
             _parent_floor(case, kata, planned, env.get("ceilings"))
             kernel_anatomy.attach(case, (timings.get(planned.key) or {}).get("anatomy"),
-                                  env.get("ceilings"), mode)
+                                  env.get("ceilings"), mode, run.profile_files)
             detail = (raw or {}).get("diagnosis") if case.status in (FAIL, ERROR) else None
             failure = timing_errors.get(planned.key) or run.timing_failures.get(planned.key)
             if failure:

@@ -12,7 +12,10 @@ theoretical occupancy (registers, shared memory and warps against the device's l
 from __future__ import annotations
 
 import math
+import os
 import re
+import shutil
+from pathlib import Path
 from typing import Any
 
 # An H100/H200 (sm_90), for limits the worker's torch did not give.
@@ -116,8 +119,10 @@ def occupancy(num_warps: int | None, registers: int | None, shared_bytes: int | 
     return min(blocks) * num_warps / max_warps
 
 
-def attach(case, raw, ceilings: dict | None, mode: str) -> None:
-    """case.kernels and case.anatomy from the worker's raw anatomy (sanitized here)."""
+def attach(case, raw, ceilings: dict | None, mode: str, copied: dict | None = None) -> None:
+    """case.kernels and case.anatomy from the worker's raw anatomy (sanitized here). copied:
+    `--profile`'s files, name -> where the parent copied them (copy_files); the anatomy's file
+    names become those paths, and a name not copied is dropped."""
     case.kernels, case.anatomy = None, None
     if mode != "gpu":
         return
@@ -156,7 +161,42 @@ def attach(case, raw, ceilings: dict | None, mode: str) -> None:
     case.anatomy = {"gpu_busy_ms": busy_us / 1e3, "call_ms": (found["call_us"] or 0) / 1e3 or None,
                     "gbps": gbps, "tflops": tflops, "copy_gbps": copy_gbps,
                     "matmul_tflops": matmul_tflops, "memory_bound": memory_bound,
-                    "sm_count": limits["sm_count"], "files": found["files"]}
+                    "sm_count": limits["sm_count"],
+                    "files": {kind: copied[name] for kind, name in found["files"].items()
+                              if copied and name in copied}}
+
+
+_PROFILE_FILE = re.compile(r"[A-Za-z0-9_.-]{1,200}\.(?:trace\.json|ttir|ptx)")
+MAX_PROFILE_FILES, MAX_PROFILE_BYTES = 256, 256 << 20
+
+
+def copy_files(source: Path, destination: Path | None) -> dict[str, str]:
+    """`kata grade --profile DIR`: the files the worker wrote in its grade folder, copied to DIR;
+    name -> the copy's path. Only plain files of the names the worker writes, never a link
+    (the submission shares the worker's process and could plant one), within a size budget."""
+    if destination is None or not source.is_dir():
+        return {}
+    copied, total = {}, 0
+    try:
+        entries = sorted(os.scandir(source), key=lambda e: e.name)[:MAX_PROFILE_FILES]
+    except OSError:
+        return {}
+    for entry in entries:
+        try:
+            if not _PROFILE_FILE.fullmatch(entry.name) or not entry.is_file(follow_symlinks=False):
+                continue
+            size = entry.stat(follow_symlinks=False).st_size
+            if total + size > MAX_PROFILE_BYTES:
+                break
+            Path(destination).mkdir(parents=True, exist_ok=True)
+            target = Path(destination) / entry.name
+            with open(entry.path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as src, \
+                    open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            copied[entry.name], total = str(target.resolve()), total + size
+        except OSError:
+            continue
+    return copied
 
 
 def dominant(case) -> dict | None:
@@ -169,9 +209,9 @@ def dominant(case) -> dict | None:
 
 ADVICE = {
     "small_grid": "the kernel that takes the time runs fewer programs than the GPU has SMs, so the "
-                  "rest of the GPU idles. Size the grid from the problem, e.g. "
-                  "grid = (triton.cdiv(n, BLOCK),); a persistent kernel takes one program per SM "
-                  "(torch.cuda.get_device_properties(0).multi_processor_count) and loops over tiles",
+                  "rest of the GPU idles. Size the grid from the problem, e.g. triton.cdiv(n, BLOCK) "
+                  "programs for n elements; a persistent kernel runs one program per SM "
+                  "(torch.cuda.get_device_properties(0).multi_processor_count) and loops over its tiles",
     "register_spills": "registers spilled to local memory (slow, through the caches): use smaller "
                        "blocks (BLOCK, or BLOCK_M/BLOCK_N/BLOCK_K), fewer live values per thread, "
                        "or more warps (num_warps) to spread the work",
