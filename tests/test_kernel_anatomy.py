@@ -88,6 +88,7 @@ def test_gpu_events_keep_the_device_s_activity_in_start_order():
         KinetoEvent("aten::add", 0, 50, device="DeviceType.CPU"),
         KinetoEvent("add_kernel", 20, 10),
         KinetoEvent("Memset (Device)", 5, 1, kind="gpu_memset"),
+        KinetoEvent("ProfilerStep#1", 0, 90, kind="gpu_user_annotation"),
         object(),  # another shape: left out
     ])
     assert [(e["name"], e["start_us"], e["dur_us"]) for e in events] == [

@@ -67,6 +67,8 @@ def gpu_events(kineto_events) -> list[dict]:
             if "CUDA" not in device.upper():
                 continue
             kind = str(event.activity_type()) if hasattr(event, "activity_type") else "kernel"
+            if not any(word in kind for word in ("kernel", "memcpy", "memset")):
+                continue  # an annotation or a runtime call, not GPU work
             if hasattr(event, "start_ns"):
                 start, dur = event.start_ns() / 1e3, event.duration_ns() / 1e3
             else:
