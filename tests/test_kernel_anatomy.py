@@ -113,6 +113,8 @@ def test_launches_match_profiler_events_by_name_in_order_and_alike_launches_grou
         ("row_kernel", 2, 12.0, "triton"), ("vectorized_elementwise_kernel", 1, 2.0, "kernel"),
         ("fix_kernel", 1, 1.0, "triton")]
     assert found["gpu_busy_us"] == 15.0 and found["call_us"] == 40.0
+    suffixed = anatomy.assemble([a], [dict(events[0], name="row_kernel_0d1d2")], 10.0, H200)
+    assert suffixed["kernels"][0]["source"] == "triton" and suffixed["kernels"][0]["grid"] == [4, 1, 1]
     assert json.loads(json.dumps(found)) == found  # it travels as JSON
 
 

@@ -102,7 +102,9 @@ def assemble(launches: list[dict], events: list[dict], call_us: float, device: d
         pending.setdefault(launch["name"], []).append(launch)
     groups: dict[tuple, dict] = {}
     for event in events:
-        queue = pending.get(event["name"])
+        # Kineto names a Triton kernel as Triton does; a name with a suffix added still matches.
+        queue = pending.get(event["name"]) or next(
+            (q for name, q in pending.items() if q and event["name"].startswith(name)), None)
         facts = queue.pop(0) if queue else None
         if facts is None:
             facts = {"name": event["name"], "source": event.get("kind") or "other"}
