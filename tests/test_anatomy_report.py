@@ -98,3 +98,24 @@ def test_the_terminal_says_where_profile_went_or_why_nothing_was_written(tmp_pat
     assert _profile_written(result, tmp_path).startswith(f"Profile written to {tmp_path}: 3 file(s)")
     assert "nothing" in _profile_written(anatomy_grade(), tmp_path)
     assert "interpreter" in _profile_written(make_grade("vector_add", mode="interpret"), tmp_path)
+
+
+def test_the_reference_s_point_comes_from_its_latest_passing_grade_on_the_same_device(tmp_path):
+    import hashlib
+
+    from grader.cli.store import reference_times
+    from grader.kata.catalog import get_kata
+    from grader.store.database import record_grade
+
+    kata = get_kata("vector_add")
+    db = tmp_path / "store.sqlite"
+    assert reference_times(db, kata, "NVIDIA H200") is None
+    reference = anatomy_grade(speedup=1.0)
+    reference.status, reference.submission_sha256 = "pass", hashlib.sha256(kata.reference_path.read_bytes()).hexdigest()
+    record_grade(reference, db, handle="lead")
+    other = anatomy_grade()  # someone's own kernel: not the reference
+    other.status = "pass"
+    record_grade(other, db, handle="lead")
+    times = reference_times(db, kata, "NVIDIA H200")
+    assert times == {f"{c.task}/{c.name}/{c.dtype}": c.time_ms for c in reference.cases if c.timed}
+    assert reference_times(db, kata, "NVIDIA H100 80GB HBM3") is None

@@ -16,7 +16,7 @@ from grader.cli.batch import COMMANDS as BATCH_COMMANDS  # batch grade (grader/b
 from grader.cli.learner import COMMANDS as LEARNER_COMMANDS  # hint, watch, reset, solution, interview
 from grader.cli.learner import after_grade
 from grader.cli.store import COMMANDS as STORE_COMMANDS  # history, export, import, leaderboard
-from grader.cli.store import db_option, db_path, handle_option, record_or_warn
+from grader.cli.store import db_option, db_path, handle_option, record_or_warn, reference_times
 from grader.kata.catalog import UnknownKataError, all_katas
 from grader.kata.format import KataFormatError
 
@@ -169,7 +169,10 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
             record_or_warn(result, db, handle)
         after_grade(solution, result)  # the workspace's record: kata list, kata solution, interviews
     if report:
-        write_report(result, report)
+        reference = None
+        if report_format(report) == "html" and result.mode == "gpu":
+            reference = reference_times(db, kata, result.device)
+        write_report(result, report, reference)
     if as_json:
         click.echo(to_json(result))
     else:
