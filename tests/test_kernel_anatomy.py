@@ -311,3 +311,41 @@ def test_profile_files_are_copied_out_only_as_plain_files_of_the_worker_s_names(
     assert not (dest / "planted.ttir").exists() and not (dest / "notes.txt").exists()
     assert kernel_anatomy.copy_files(source, None) == {}
     assert kernel_anatomy.copy_files(tmp_path / "missing", dest) == {}
+
+
+def test_real_profiler_events_are_read_with_this_torch_s_names():
+    # The CPU side of a real profile: the same event type Kineto gives for GPU kernels.
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        torch.ones(64) + torch.ones(64)
+    plain = [anatomy.event_dict(e) for e in prof.profiler.kineto_results.events()]
+    add = next(p for p in plain if p and p["name"] == "aten::add")
+    assert "CPU" in add["device"] and add["dur_us"] >= 0 and add["start_us"] > 0 and add["kind"]
+    assert anatomy.gpu_events(prof.profiler.kineto_results.events()) == []  # no GPU work
+
+
+def test_kernel_facts_of_a_kernel_triton_really_compiled(monkeypatch):
+    # Compiled for sm_90 without a GPU (registers and spills appear once a GPU loads it).
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")  # triton 3.9 warns when it is unset
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    @triton.jit
+    def count_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.atomic_add(x_ptr + offsets, 1.0, mask=offsets < n)
+
+    source = ASTSource(fn=count_kernel, signature={"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+                       constexprs={"BLOCK": 128})
+    try:
+        kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
+    except Exception as exc:  # noqa: BLE001 - no CUDA backend in this triton build
+        pytest.skip(f"triton cannot compile for sm_90 here: {exc}")
+    facts = anatomy.kernel_facts(kernel, (8,))
+    assert facts["name"] == "count_kernel" and facts["grid"] == [8, 1, 1]
+    assert facts["num_warps"] == 4 and facts["num_stages"] == 3 and facts["shared_bytes"] == 0
+    assert facts["atomics"] == 1

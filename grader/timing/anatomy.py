@@ -62,21 +62,27 @@ def gpu_events(kineto_events) -> list[dict]:
     {name, start_us, dur_us, kind}: kernels, copies and fills, in start order."""
     found = []
     for event in kineto_events:
-        try:
-            device = str(event.device_type())
-            if "CUDA" not in device.upper():
-                continue
-            kind = str(event.activity_type()) if hasattr(event, "activity_type") else "kernel"
-            if not any(word in kind for word in ("kernel", "memcpy", "memset")):
-                continue  # an annotation or a runtime call, not GPU work
-            if hasattr(event, "start_ns"):
-                start, dur = event.start_ns() / 1e3, event.duration_ns() / 1e3
-            else:
-                start, dur = float(event.start_us()), float(event.duration_us())
-            found.append({"name": str(event.name()), "start_us": start, "dur_us": dur, "kind": kind})
-        except Exception:  # noqa: BLE001 - an event of another shape is left out, not fatal
+        plain = event_dict(event)
+        if plain is None or "CUDA" not in plain["device"].upper():
             continue
+        if not any(word in plain["kind"] for word in ("kernel", "memcpy", "memset")):
+            continue  # an annotation or a runtime call, not GPU work
+        found.append({k: plain[k] for k in ("name", "start_us", "dur_us", "kind")})
     return sorted(found, key=lambda e: e["start_us"])
+
+
+def event_dict(event) -> dict | None:
+    """One Kineto event as {name, device, kind, start_us, dur_us}; None for another shape."""
+    try:
+        kind = str(event.activity_type()) if hasattr(event, "activity_type") else "kernel"
+        if hasattr(event, "start_ns"):
+            start, dur = event.start_ns() / 1e3, event.duration_ns() / 1e3
+        else:
+            start, dur = float(event.start_us()), float(event.duration_us())
+        return {"name": str(event.name()), "device": str(event.device_type()), "kind": kind,
+                "start_us": start, "dur_us": dur}
+    except Exception:  # noqa: BLE001 - an event of another shape is left out, not fatal
+        return None
 
 
 def busy_us(events: list[dict]) -> float:
