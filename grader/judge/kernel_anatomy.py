@@ -157,7 +157,7 @@ def attach(case, raw, ceilings: dict | None, mode: str, copied: dict | None = No
             gbps=gbps if share else None, tflops=tflops if share else None,
             occupancy=occupancy(k["num_warps"], k["registers"], k["shared_bytes"], limits)))
         del kernels[-1]["gpu_us"]
-    case.kernels = kernels
+    case.kernels = sorted(kernels, key=lambda k: -k["gpu_ms"])  # longest first, whatever was sent
     case.anatomy = {"gpu_busy_ms": busy_us / 1e3, "call_ms": (found["call_us"] or 0) / 1e3 or None,
                     "gbps": gbps, "tflops": tflops, "copy_gbps": copy_gbps,
                     "matmul_tflops": matmul_tflops, "memory_bound": memory_bound,
@@ -267,9 +267,11 @@ def findings(case) -> dict[str, str]:
     slow_memory = anatomy.get("memory_bound") and anatomy.get("gbps") is not None \
         and anatomy.get("copy_gbps") and anatomy["gbps"] < LOW_BANDWIDTH * anatomy["copy_gbps"]
     if slow_memory and top and top.get("occupancy") is not None and top["occupancy"] < LOW_OCCUPANCY:
+        known = [f"{top['num_warps']} warps"] + (
+            [f"{top['registers']} registers per thread"] if top.get("registers") is not None else []) + (
+            [f"{top['shared_bytes']} bytes of shared memory"] if top.get("shared_bytes") else [])
         found["low_occupancy"] = (f"{top['name']}: {top['occupancy']:.0%} theoretical occupancy "
-                                  f"({top['num_warps']} warps, {top['registers']} registers per thread, "
-                                  f"{top['shared_bytes']} bytes of shared memory; case {case.name})")
+                                  f"({', '.join(known)}; case {case.name})")
     if slow_memory:
         found["low_bandwidth"] = (f"{anatomy['gbps']:.0f} GB/s over the kernels' time, "
                                   f"{anatomy['gbps'] / anatomy['copy_gbps']:.0%} of the copy ceiling "
