@@ -349,3 +349,12 @@ def test_kernel_facts_of_a_kernel_triton_really_compiled(monkeypatch):
     assert facts["name"] == "count_kernel" and facts["grid"] == [8, 1, 1]
     assert facts["num_warps"] == 4 and facts["num_stages"] == 3 and facts["shared_bytes"] == 0
     assert facts["atomics"] == 1
+
+
+def test_an_anatomy_that_is_not_even_an_object_is_out_of_the_worker_s_form_like_any_field():
+    # The worker always writes an object (its figures, or {"error": ...}); anything inside it
+    # is advice, but a timing field of another type is a timing the worker never writes.
+    from test_worker_reports import BENCH, _grade, _timing
+
+    result, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing(anatomy=[1, 2])}], {BENCH.key})
+    assert [c["reason"] for c in result.cheats] == ["fake_result"] and not case.timed
