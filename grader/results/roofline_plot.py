@@ -113,7 +113,10 @@ def _scatter(ax, found: list[Point], x, y) -> None:
         ax.scatter([x(p)], [y(p)], s=46, marker="D" if p.reference else "o",
                    facecolors="none" if p.reference else colours[p.label], edgecolors=colours[p.label],
                    label=f"{p.label}{' (reference)' if p.reference else ''}", zorder=3)
-    ax.legend(fontsize=7, loc="lower right")
+    if len(found) > 6:  # many cases: the legend beside the plot, not over its points
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    else:
+        ax.legend(fontsize=7, loc="lower right")
 
 
 def _roofline_panel(ax, found: list[Point], copy_gbps: float, matmul_tflops: float) -> None:
@@ -131,6 +134,7 @@ def _roofline_panel(ax, found: list[Point], copy_gbps: float, matmul_tflops: flo
     _scatter(ax, found, lambda p: p.intensity, lambda p: p.tflops)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_ylim(min(min(p.tflops for p in found), copy_gbps * lo / 1e3) / 3, matmul_tflops * 3)
     ax.set_xlabel("arithmetic intensity (FLOP / byte, declared cost)")
     ax.set_ylabel("TFLOP/s reached")
     ax.set_title("Roofline")
