@@ -186,17 +186,20 @@ def profile_call(fn, args, dump_dir: Path | None = None, label: str = "case") ->
         from torch.profiler import ProfilerActivity, profile
 
         activities = [ProfilerActivity.CUDA] + ([ProfilerActivity.CPU] if dump_dir else [])
-        # The L2 flushed first, as before every timed call, and outside the profile: the
-        # profile holds the call's GPU work alone.
-        torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda").zero_()
-        torch.cuda.synchronize()
-        with profile(activities=activities) as prof:
-            with recording_launches() as seen:
-                started = time.perf_counter()
-                fn(*args)
-                torch.cuda.synchronize()
-                call_us = (time.perf_counter() - started) * 1e6
-        events = gpu_events(prof.profiler.kineto_results.events())
+        for attempt in range(2):
+            # The L2 flushed first, as before every timed call, and outside the profile: the
+            # profile holds the call's GPU work alone.
+            torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda").zero_()
+            torch.cuda.synchronize()
+            with profile(activities=activities) as prof:
+                with recording_launches() as seen:
+                    started = time.perf_counter()
+                    fn(*args)
+                    torch.cuda.synchronize()
+                    call_us = (time.perf_counter() - started) * 1e6
+            events = gpu_events(prof.profiler.kineto_results.events())
+            if events or not seen:
+                break  # else the profiler's first session in a process saw nothing: once more
         launches = [kernel_facts(kernel, grid) for kernel, grid in seen if kernel is not None]
         found = assemble(launches, events, call_us,
                          device_limits(torch.cuda.get_device_properties(torch.cuda.current_device())))
