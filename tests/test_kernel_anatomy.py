@@ -358,3 +358,57 @@ def test_an_anatomy_that_is_not_even_an_object_is_out_of_the_worker_s_form_like_
 
     result, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing(anatomy=[1, 2])}], {BENCH.key})
     assert [c["reason"] for c in result.cheats] == ["fake_result"] and not case.timed
+
+
+def test_profile_call_end_to_end_on_a_fake_gpu(monkeypatch, tmp_path: Path):
+    """profile_call's own flow (flush, profile, launches seen, matched, IR and trace written) with
+    the GPU's parts replaced: the profiler returns recorded events, the launch returns a kernel."""
+    import torch
+    import torch.profiler
+    from triton.runtime.jit import JITFunction
+
+    kernel = FakeKernel("add_kernel", warps=8, regs=26)
+    events = [KinetoEvent("add_kernel", 10, 900), KinetoEvent("Memcpy HtoD", 1, 2, kind="gpu_memcpy"),
+              KinetoEvent("cudaLaunchKernel", 5, 3, device="DeviceType.CPU", kind="cuda_runtime")]
+
+    class FakeProfile:
+        def __init__(self, activities):
+            self.activities = activities
+            self.profiler = type("P", (), {"kineto_results": type("R", (), {"events": lambda self: events})()})()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def export_chrome_trace(self, path):
+            Path(path).write_text('{"traceEvents": []}')
+
+    monkeypatch.setattr(torch.profiler, "profile", FakeProfile)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(anatomy, "_flush_l2", lambda: None)
+    monkeypatch.setattr(anatomy, "_this_device", lambda: H200)
+    def fake_run(self, *args, grid, warmup, **kwargs):  # as Triton does: the grid evaluated, the kernel returned
+        grid({"BLOCK": 1024})
+        return None if warmup else kernel
+
+    monkeypatch.setattr(JITFunction, "run", fake_run)
+
+    def call(n):
+        JITFunction.run(object(), n, grid=lambda meta: (8,), warmup=False)
+
+    found = anatomy.profile_call(call, (1 << 20,), tmp_path / "anatomy", "vector_add/bench/float32")
+    assert "error" not in found, found
+    top = found["kernels"][0]
+    assert (top["name"], top["grid"], top["num_warps"], top["registers"], top["gpu_us"]) == \
+        ("add_kernel", [8, 1, 1], 8, 26, 900.0)
+    assert [k["source"] for k in found["kernels"]] == ["triton", "gpu_memcpy"]
+    assert found["files"] == {"trace": "vector_add_bench_float32.trace.json",
+                              "ttir": "vector_add_bench_float32.add_kernel.ttir",
+                              "ptx": "vector_add_bench_float32.add_kernel.ptx"}
+    copied = kernel_anatomy.copy_files(tmp_path / "anatomy", tmp_path / "out")
+    case = timed_case(json.loads(json.dumps(found)))
+    kernel_anatomy.attach(case, json.loads(json.dumps(found)), CEILINGS, "gpu", copied)
+    assert set(case.anatomy["files"]) == {"trace", "ttir", "ptx"}
+    assert Path(case.anatomy["files"]["ptx"]).read_text() == "// ptx"

@@ -166,7 +166,7 @@ def recording_launches():
 
             kwargs["grid"] = grid
         kernel = current(self, *args, **kwargs)
-        seen.append((kernel, box["grid"]))
+        seen.append((kernel, None if callable(box["grid"]) else box["grid"]))  # never evaluated: unknown
         return kernel
 
     JITFunction.run = run
@@ -189,8 +189,7 @@ def profile_call(fn, args, dump_dir: Path | None = None, label: str = "case") ->
         for attempt in range(2):
             # The L2 flushed first, as before every timed call, and outside the profile: the
             # profile holds the call's GPU work alone.
-            torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda").zero_()
-            torch.cuda.synchronize()
+            _flush_l2()
             with profile(activities=activities) as prof:
                 with recording_launches() as seen:
                     started = time.perf_counter()
@@ -201,13 +200,25 @@ def profile_call(fn, args, dump_dir: Path | None = None, label: str = "case") ->
             if events or not seen:
                 break  # else the profiler's first session in a process saw nothing: once more
         launches = [kernel_facts(kernel, grid) for kernel, grid in seen if kernel is not None]
-        found = assemble(launches, events, call_us,
-                         device_limits(torch.cuda.get_device_properties(torch.cuda.current_device())))
+        found = assemble(launches, events, call_us, _this_device())
         if dump_dir is not None:
             found["files"] = _dump(prof, seen, found, Path(dump_dir), label)
         return found
     except Exception as exc:  # noqa: BLE001 - advice only: a failure here never fails the case
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def _flush_l2() -> None:
+    import torch
+
+    torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda").zero_()
+    torch.cuda.synchronize()
+
+
+def _this_device() -> dict:
+    import torch
+
+    return device_limits(torch.cuda.get_device_properties(torch.cuda.current_device()))
 
 
 def _dump(prof, seen, found: dict, folder: Path, label: str) -> dict:
