@@ -226,7 +226,8 @@ def _profile_written(result, folder: Path) -> str:
     count = sum(len((c.anatomy or {}).get("files") or {}) for c in result.cases)
     if not count:
         return f"--profile wrote nothing to {folder}: no case was timed and profiled"
-    return f"Profile written to {folder}: {count} file(s), a Chrome trace (opens in Perfetto), Triton IR and PTX per timed case"
+    return (f"Profile written to {folder}: {count} file(s), a Chrome trace (opens in Perfetto), "
+            "Triton IR and PTX per timed case")
 
 
 def format_result(result) -> str:
