@@ -93,8 +93,9 @@ def dropout(x, p, seed):
     return out
 '''
 
-# Correct, but a program of one warp holds 16384 elements of each input: registers spill, and
-# few such programs fit on an SM.
+# Correct, but a program of one warp holds 16384 elements of each input, all live at once (the
+# store waits for a sum over the block, which adds 0.0): registers spill, and few such programs
+# fit on an SM.
 VECTOR_ADD_SPILLS = '''
 import torch
 import triton
@@ -105,9 +106,10 @@ import triton.language as tl
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, x + y, mask=mask)
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    y = tl.load(y_ptr + offsets, mask=mask, other=0.0)
+    total = tl.sum(x, axis=0)  # finite on these inputs: adds exactly 0.0 below
+    tl.store(out_ptr + offsets, x + y + total * 0.0, mask=mask)
 
 
 def vector_add(x, y):
