@@ -16,7 +16,7 @@ from grader.cli.batch import COMMANDS as BATCH_COMMANDS  # batch grade (grader/b
 from grader.cli.learner import COMMANDS as LEARNER_COMMANDS  # hint, watch, reset, solution, interview
 from grader.cli.learner import after_grade
 from grader.cli.store import COMMANDS as STORE_COMMANDS  # history, export, import, leaderboard
-from grader.cli.store import db_option, db_path, handle_option, record_or_warn
+from grader.cli.store import db_option, db_path, handle_option, record_or_warn, reference_times
 from grader.kata.catalog import UnknownKataError, all_katas
 from grader.kata.format import KataFormatError
 
@@ -122,8 +122,11 @@ def new(kata, parent, force):
 @click.option("--case", "only_cases", multiple=True, metavar="NAME",
               help="Run only this case (repeatable), e.g. the one that failed: a partial grade, "
                    "never recorded.")
+@click.option("--profile", "profile_dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="On a GPU, also write per timed case a Chrome trace of one call (opens in Perfetto) "
+                   "and the Triton IR and PTX of its longest kernel into DIR.")
 def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going, memory_gib, seed,
-          kata_name, handle, db, no_record, only_cases):
+          kata_name, handle, db, no_record, only_cases, profile_dir):
     """Grade a solution: PATH is a solution file or a kata workspace folder (default: here)."""
     from grader.grading.runner import grade as run_grade
     from grader.learner.workspace import WorkspaceError, resolve
@@ -153,7 +156,8 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
     progress = LiveProgress(kata) if not as_json and sys.stderr.isatty() else None
     result = run_grade(kata, solution, mode, seed=seed, timeout_s=timeout, memory_gib=memory_gib,
                        protected=_protected_paths(report, db), fail_fast=fail_fast,
-                       keep_going=keep_going, progress=progress, only_cases=only_cases or None)
+                       keep_going=keep_going, progress=progress, only_cases=only_cases or None,
+                       profile_dir=profile_dir.resolve() if profile_dir else None)
     if progress:
         progress.finish()
     if only_cases:  # a partial grade says nothing about the kata: not recorded anywhere
@@ -165,13 +169,18 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
             record_or_warn(result, db, handle)
         after_grade(solution, result)  # the workspace's record: kata list, kata solution, interviews
     if report:
-        write_report(result, report)
+        reference = None
+        if report_format(report) == "html" and result.mode == "gpu":
+            reference = reference_times(db, kata, result.device)
+        write_report(result, report, reference)
     if as_json:
         click.echo(to_json(result))
     else:
         click.echo(format_result(result))
         if report:
             click.echo(f"Report written to {report}")
+        if profile_dir:
+            click.echo(_profile_written(result, profile_dir))
     sys.exit(EXIT_PASS if result.status == "pass" else EXIT_FAIL)
 
 
@@ -209,6 +218,17 @@ def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
     except ImportError:  # no results store to protect
         return paths
     return paths + [store, store.with_name(store.name + "-wal"), store.with_name(store.name + "-shm")]
+
+
+def _profile_written(result, folder: Path) -> str:
+    """Where `--profile` put its files, or why it wrote none."""
+    if result.mode != "gpu":
+        return "--profile wrote nothing: there are no GPU kernels to profile under the Triton interpreter"
+    count = sum(len((c.anatomy or {}).get("files") or {}) for c in result.cases)
+    if not count:
+        return f"--profile wrote nothing to {folder}: no case was timed and profiled"
+    return (f"Profile written to {folder}: {count} file(s), a Chrome trace (opens in Perfetto), "
+            "Triton IR and PTX per timed case")
 
 
 def format_result(result) -> str:
@@ -265,11 +285,14 @@ def format_result(result) -> str:
             if d.get("advice"):
                 lines.append(f"    -> {d['advice']}")
     if getattr(result, "advice", None):
+        # The top advice in two lines; the others by name (the report and --json have them all).
         lines += ["", click.style("how to be faster:", bold=True)]
-        for a in result.advice:
-            where = f" in {a['count']} case(s), first {a['first_case']}" if a.get("first_case") else ""
-            lines.append(f"  {a['code']}{where}: {a['message']}")
-            lines.append(f"    -> {a['advice']}")
+        top, rest = result.advice[0], result.advice[1:]
+        where = f" in {top['count']} case(s), first {top['first_case']}" if top.get("first_case") else ""
+        lines.append(f"  {top['code']}{where}: {top['message']}")
+        lines.append(f"    -> {top['advice']}")
+        if rest:
+            lines.append(f"  also: {', '.join(a['code'] for a in rest)} (see --report or --json)")
     if result.message:
         lines += ["", result.message]
     if result.output.strip():

@@ -49,6 +49,27 @@ def _handle_or_exit(handle: str | None) -> str:
         usage_error(str(exc))
 
 
+def reference_times(db: Path | None, kata, device: str | None) -> dict[str, float] | None:
+    """{"task/case/dtype": time_ms} of the latest passing GPU grade of the kata's own reference
+    on this device in the results store (the roofline plot draws it beside the grade), or None."""
+    import hashlib
+
+    try:
+        from grader.store.database import StoreError, stored_grades
+        wanted = hashlib.sha256(Path(kata.reference_path).read_bytes()).hexdigest()
+        grades = stored_grades(db_path(db), kata=kata.name, everyone=True)
+    except (ImportError, OSError, StoreError):
+        return None
+    for stored in reversed(grades):
+        grade = stored.grade
+        if (grade.get("submission_sha256") == wanted and grade.get("device") == device
+                and grade.get("mode") == "gpu" and grade.get("status") == "pass"):
+            return {f"{c['task']}/{c['name']}/{c['dtype']}": c["time_ms"]
+                    for t in grade.get("tasks", []) for c in t.get("cases", [])
+                    if isinstance(c.get("time_ms"), (int, float))}
+    return None
+
+
 def record_or_warn(result, db: Path | None, handle: str | None, mode_label: str | None = None) -> int | None:
     """Record a grade; on any failure warn on stderr and go on (a grade is never lost to the
     store: it has already been printed or written)."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from grader import __version__
 from grader.grading import compile_ahead, cuda_probe, gpu_sharing, timing_evidence, warm_start
 from grader.grading.plan import PlannedCase, build_plan
-from grader.judge import diagnose
+from grader.judge import diagnose, kernel_anatomy
 from grader.kata.format import ITEMSIZE, Kata
 from grader.kata.gpu_memory import shortfall
 from grader.paths import package_dir
@@ -79,6 +79,7 @@ class WorkerRun:
     gpu_watch: str | None = None  # how other processes were looked for: nvml, nvidia-smi, unavailable
     how_far: str = ""  # where a worker stopped by the whole grade's time limit had got (grader.sandbox.progress)
     how_far_slow: bool | None = None  # and whether that showed a slow kernel (True) or a hang (False)
+    profile_files: dict = field(default_factory=dict)  # `--profile`: file name -> where it was copied
 
     @property
     def timed_out(self) -> bool:
@@ -95,7 +96,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
           timeout_s: float | None = None, memory_gib: float | None = None,
           protected: list[Path] = (), fail_fast: bool = False, keep_going: bool = False,
           progress=None, case_timeout_s: float | None = None, turns=None,
-          only_cases: Sequence[str] | None = None) -> GradeResult:
+          only_cases: Sequence[str] | None = None, profile_dir: Path | None = None) -> GradeResult:
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
     fail_fast: stop at the first failing case. keep_going: run every case, and time the bench
@@ -104,7 +105,8 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     case as it starts and ends ({"type": "start"|"case", "key", "phase", "status"}).
     only_cases: run only the cases of these names (in every task that has one), to rerun a
     failing case in seconds; such a grade is partial (result.only_cases says so). An unknown
-    name raises ValueError.
+    name raises ValueError. profile_dir: on a GPU, each timed case's Chrome trace of one call and
+    its longest Triton kernel's IR and PTX are copied there (grader.timing.anatomy).
     """
     submission = Path(submission).resolve()
     mode = mode or default_mode()
@@ -118,7 +120,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
         plan = select_cases(kata, plan, only_cases)
     started = time.monotonic()
     options = {"fail_fast": fail_fast, "keep_going": keep_going, "progress": progress,
-               "case_cap_s": case_timeout_s or timeout_s, "turns": turns}
+               "case_cap_s": case_timeout_s or timeout_s, "turns": turns, "profile_dir": profile_dir}
     run = _run_worker(kata, submission, mode, seed, plan, limits, protected, options)
     ended = time.monotonic()
     if os.environ.get("KATA_TRACE"):  # where the time went: the worker's questions, in order
@@ -173,6 +175,7 @@ def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
     # (grader.sandbox.guards.compile_evidence names a submission that switches it back on).
     env["TORCH_COMPILE_DISABLE"] = env["TORCHDYNAMO_DISABLE"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep the user's workspace free of __pycache__
+    env.setdefault("KINETO_LOG_LEVEL", "5")  # the anatomy's profiler: no log lines in the output
     return env
 
 
@@ -203,6 +206,10 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
             # The worker knows the device; it picks its own entry of the ceilings cache.
             "ceilings_cache": ceilings_cache.load_all() if mode == "gpu" else {},
         }
+        if options.get("profile_dir") and mode == "gpu":
+            # Written inside the grade's folder (the only place the sandbox may write), copied
+            # out by this process once the worker is done.
+            request["anatomy_dir"] = str(tmp_path / "anatomy")
         request_path = tmp_path / "request.json"
         request_path.write_text(json.dumps(request))
         output_path = tmp_path / "output.txt"
@@ -258,6 +265,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
             changed = [str(p) for p, fp in _fingerprints(protected).items() if fp != before.get(p)]
             killed = breach is not None or proc.returncode is None or proc.returncode < 0
             events, corrupt = _read_events(results_path, killed)
+            copied = kernel_anatomy.copy_files(tmp_path / "anatomy", options.get("profile_dir"))
         finally:
             ours.close()
             judge.close()
@@ -277,7 +285,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
                          referee.timeline, referee.given_up, referee.timed, referee.env,
                          referee.sandbox, referee.timing_reports, referee.retimed,
-                         referee.remeasured, watch.processes, watch.method, *how_far)
+                         referee.remeasured, watch.processes, watch.method, *how_far, copied)
 
 
 def _start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
@@ -560,6 +568,9 @@ _TIMING_TYPES = {
     "time_ms": (int, float), "baseline_ms": (int, float), "speedup": (int, float),
     "timing_method": (str,), "calls_per_sample": (int,), "samples": (int,),
     "round_speedups": (list,), "host_syncs": (int,), "host_sync_at": (str,), "warmup_ms": (list,),
+    # One profiled call's kernels (grader.timing.anatomy): advice only, read by
+    # grader.judge.kernel_anatomy, which drops whatever is not in the worker's form.
+    "anatomy": (dict,),
 }
 
 
@@ -733,6 +744,8 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
             raw = run.verdicts.get(planned.key)
             case = _case_result(planned, raw, timings.get(planned.key))
             _parent_floor(case, kata, planned, ceilings)
+            kernel_anatomy.attach(case, (timings.get(planned.key) or {}).get("anatomy"),
+                                  ceilings, mode, run.profile_files)
             detail = (raw or {}).get("diagnosis") if case.status in (FAIL, ERROR) else None
             failure = timing_errors.get(planned.key) or run.timing_failures.get(planned.key)
             if failure:

@@ -17,6 +17,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from grader.judge import kernel_anatomy
+
 # ---- the two vocabularies ------------------------------------------------------------------------
 
 # Reasons that are cheats: evidence an honest kernel cannot produce. A reason not listed here
@@ -279,7 +281,7 @@ def speed_advice(cases) -> list[dict[str, Any]]:
         most = max(launching, key=lambda c: c.launches)
         advice.append(_advice("many_launches", launching, f"one call of {most.task} launched "
                               f"{most.launches} Triton kernels (case {most.name})"))
-    return advice
+    return advice + kernel_anatomy.advice(cases)
 
 
 def _advice(code: str, cases: list, message: str) -> dict[str, Any]:

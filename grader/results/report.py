@@ -10,6 +10,7 @@ import jinja2
 
 from grader.kata.format import Kata
 from grader.paths import templates_dir
+from grader.results.roofline_plot import INTERPRETER_NOTE, Plot, roofline
 from grader.results.schema import GradeResult
 from grader.results.scoring import FORMULA, points_lost
 
@@ -114,10 +115,13 @@ def to_json(result: GradeResult) -> str:
     return json.dumps(result.to_dict(), indent=2, default=str)
 
 
-def render_report(result: GradeResult, fmt: str) -> str:
-    """fmt: 'md' or 'html'."""
+def render_report(result: GradeResult, fmt: str, reference: dict[str, float] | None = None) -> str:
+    """fmt: 'md' or 'html'. reference: {"task/case/dtype": time_ms} of the kata's reference on
+    the same device, drawn beside the grade's points in the HTML's roofline plot."""
     template = template_environment().get_template("report.md.j2" if fmt == "md" else "report.html.j2")
-    return template.render(r=result, formula=FORMULA, lost=points_lost(result.tasks),
+    plot = roofline(result, reference) if fmt == "html" else Plot()
+    return template.render(r=result, formula=FORMULA, lost=points_lost(result.tasks), plot=plot,
+                           interpreter_note=INTERPRETER_NOTE,
                            generated=datetime.datetime.now().astimezone().isoformat(timespec="seconds"))
 
 
@@ -129,9 +133,9 @@ def report_format(path: Path) -> str:
     return "md" if FORMATS[suffix] == "report.md.j2" else "html"
 
 
-def write_report(result: GradeResult, path: Path) -> Path:
+def write_report(result: GradeResult, path: Path, reference: dict[str, float] | None = None) -> Path:
     path = Path(path)
-    text = render_report(result, report_format(path))
+    text = render_report(result, report_format(path), reference)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path

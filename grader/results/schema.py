@@ -50,6 +50,10 @@ class CaseResult:
     host_syncs: int | None = None
     host_sync_at: str | None = None
     launches: int | None = None  # Triton kernels launched by the second checked call
+    # The anatomy of one profiled call, on a GPU (grader.judge.kernel_anatomy): per kernel, and
+    # the call's summary (or a note saying why there is none). Advice only.
+    kernels: list[dict[str, Any]] | None = None
+    anatomy: dict[str, Any] | None = None
 
     @property
     def timed(self) -> bool:

@@ -44,7 +44,7 @@ from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
 from grader.sandbox.guardbands import GuardedFactories, guarded_copy
 from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
 from grader.sandbox.provenance import COUNT, INPUT, Provenance
-from grader.timing import sizing
+from grader.timing import anatomy, sizing
 from grader.timing.ceilings import cache_key, far_off
 from grader.timing.timer import measure_ceilings, time_pair
 
@@ -250,6 +250,7 @@ class CaseRunner:
         # Seconds each case's second checked call took (wall, synchronised): sizes its timing.
         self.call_s: dict[str, float] = {}
         self.shared: list[torch.Tensor] = []  # outputs handed over by CUDA IPC, not yet ruled on
+        self.anatomy_dir: str | None = None  # `kata grade --profile`: traces, IR and PTX go here
 
     def inputs(self, planned, salt: str = "") -> dict:
         case = self.cases[planned["case"]]
@@ -582,6 +583,10 @@ class CaseRunner:
         # told before the import): a figure from this process could be the submission's.
         del timing
         torch.cuda.empty_cache()
+        # The anatomy: one more call, profiled, outside the timed window (advice only).
+        if not os.environ.get("KATA_NO_ANATOMY"):
+            out["anatomy"] = anatomy.profile_call(self.fn, make_args("/anatomy"), self.anatomy_dir,
+                                                  planned["key"])
         return out
 
 
@@ -678,6 +683,8 @@ def main(request_path: str) -> int:
     outdir = Path(request["outputs"])
     runners = {t.name: CaseRunner(spec_module, t, entries[t.name], submission, device,
                                   request["seed"], outdir, snapshot, too_small) for t in kata.tasks}
+    for runner in runners.values():
+        runner.anatomy_dir = request.get("anatomy_dir")
     plan = [p for p in request["plan"] if not p["skip_reason"]]
     failed_tasks: set[str] = set()
     compiled: set[str] = set()
