@@ -45,8 +45,11 @@ def main():
               help="Where your workspaces are, for status and best score (default: here).")
 @click.option("--track", "track_name", shell_complete=complete_track,
               help="Only the katas of this interview track (warmup, llm-training, ...; docs/INTERVIEW.md).")
-def list_katas(directory, track_name):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print every kata's full detail as JSON (the table shortens long titles and topics).")
+def list_katas(directory, track_name, as_json):
     """Show the katas: difficulty, topics, time budget, your status and best score."""
+    from grader.cli.layout import fitted_table, wrap
     from grader.learner.progress import progress_by_kata
     track = track_or_exit(track_name) if track_name else None
     try:
@@ -56,16 +59,39 @@ def list_katas(directory, track_name):
     if track:
         katas = track.select(katas)
     progress, warnings = progress_by_kata(katas, directory)
-    rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min", progress[k.name].status,
-             "-" if progress[k.name].best_score is None else f"{progress[k.name].best_score:g}")
-            for k in katas]
-    if track:
-        missing = [name for name in track.katas or () if name not in {k.name for k in katas}]
-        click.echo(f"Track {track.name}: {track.description}"
-                   + (f" (not installed yet: {', '.join(missing)})" if missing else "") + "\n")
-    click.echo(tabulate(rows, headers=["kata", "title", "difficulty", "topics", "time", "status", "best"]))
+    if as_json:
+        click.echo(_katas_json(katas, progress))
+    else:
+        rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min", progress[k.name].status,
+                 "-" if progress[k.name].best_score is None else f"{progress[k.name].best_score:g}")
+                for k in katas]
+        if track:
+            missing = [name for name in track.katas or () if name not in {k.name for k in katas}]
+            click.echo("\n".join(wrap(f"Track {track.name}: {track.description}"
+                       + (f" (not installed yet: {', '.join(missing)})" if missing else ""))) + "\n")
+        # Title and topics give way first; `kata show` and `kata list --json` have them whole.
+        click.echo(fitted_table(rows, ["kata", "title", "difficulty", "topics", "time", "status", "best"],
+                                shrinkable={3: 16, 1: 20}))
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)
+
+
+def _katas_json(katas, progress) -> str:
+    import json
+
+    from grader.kata.catalog import kata_dirs
+    from grader.kata.tracks import TrackError, load_tracks
+    try:
+        tracks = load_tracks(kata_dirs())
+    except TrackError:
+        tracks = {}
+    return json.dumps([{
+        "name": k.name, "title": k.title, "difficulty": k.difficulty, "topics": list(k.topics),
+        "minutes": k.minutes,
+        "tracks": [t.name for t in tracks.values() if t.katas is not None and k.name in t.katas],
+        "tasks": [{"name": t.name, "signature": t.signature, "dtypes": list(t.dtypes)} for t in k.tasks],
+        "status": progress[k.name].status, "best_score": progress[k.name].best_score,
+    } for k in katas], indent=2)
 
 
 @main.command()
