@@ -20,7 +20,6 @@ from grader.cli.store import db_option, db_path, handle_option, record_or_warn
 from grader.kata.catalog import UnknownKataError, all_katas
 from grader.kata.format import KataFormatError
 
-MAX_LISTED = 5  # failing cases listed in the terminal summary
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -220,7 +219,8 @@ class LiveProgress:
         what = "timing" if event.get("phase") == "timing" else "checking"
         failed = f", {self.failed} failed" if self.failed else ""
         line = f"  [{self.done} checked{failed}] {what} {event['key']}"
-        click.echo("\r\x1b[2K" + line[:119], nl=False, err=True)
+        from grader.cli.layout import terminal_width
+        click.echo("\r\x1b[2K" + line[:terminal_width() - 1], nl=False, err=True)
 
     def finish(self) -> None:
         click.echo("\r\x1b[2K", nl=False, err=True)
@@ -237,6 +237,8 @@ def _protected_paths(report: Path | None, db: Path | None) -> list[Path]:
 
 
 def format_result(result) -> str:
+    from grader.cli.failures import failure_lines, headline, not_run_lines
+    from grader.cli.layout import wrap
     from grader.results.report import grade_time
     colour = {"pass": "green", "fail": "red", "error": "red"}[result.status]
     b = result.score_breakdown
@@ -244,7 +246,7 @@ def format_result(result) -> str:
              + f"  score {b.total:g}/{b.max_possible:g}  ({result.mode} mode, {result.device or 'no device'})"]
     rows = []
     for c in result.cases:
-        if c.status == "skipped":
+        if c.status in ("skipped", "not_run"):  # counted below, a line per reason
             continue
         rows.append([c.task if len(result.tasks) > 1 else None, c.name, c.dtype,
                      "x".join(map(str, c.shape)) if c.shape else "-", c.status,
@@ -257,6 +259,7 @@ def format_result(result) -> str:
         headers = headers[1:]
     if rows:
         lines += ["", tabulate(rows, headers=headers)]
+    lines += not_run_lines(result.cases)
     if result.speed_measured:
         lines.append(f"\nspeedup {result.speedup:.2f}x (geomean; threshold {result.threshold:g}x), "
                      f"roofline {100 * (result.roofline or 0):.0f}%")
@@ -267,33 +270,31 @@ def format_result(result) -> str:
         lines.append(f"graded in {grade_time(result)}")
     reasons = Counter(s["reason"] for s in result.skipped)
     for reason, count in reasons.items():
-        lines.append(f"skipped {count} case(s): {reason}")
-    failing = [c for c in result.cases if c.status in ("fail", "error") and c.message]
-    if len(failing) > 1:
-        lines += ["", "failing cases:"]
-        lines += [f"  {c.name} [{c.dtype}]: {c.message.splitlines()[0][:150]}" for c in failing[:MAX_LISTED]]
-        if len(failing) > MAX_LISTED:
-            lines.append(f"  ... and {len(failing) - MAX_LISTED} more")
+        lines += wrap(f"skipped {count} case(s): {reason}")
+    failing, shown = failure_lines(result.cases)  # each distinct error once, with its traceback
+    lines += failing
     if result.cheats:
         lines += ["", click.style(f"rejected as a cheat: {result.cheat}", fg="red", bold=True)]
         for c in result.cheats:
             where = f" in {c['count']} case(s), first {c['first_case']}" if c.get("first_case") else ""
-            lines.append(f"  {c['reason']}{where}: {(c['message'].splitlines() or [''])[0][:200]}")
+            lines += wrap(f"{c['reason']}{where}: {(c['message'].splitlines() or [''])[0]}", indent="  ")
     if result.diagnoses:
         lines += ["", click.style("what went wrong:", bold=True)]
         for d in result.diagnoses:
             where = f" in {d['count']} case(s), first {d['first_case']}" if d.get("first_case") else ""
-            lines.append(f"  {d['code']}{where}: {(d['message'].splitlines() or [''])[0][:300]}")
+            seen = (d['message'].splitlines() or [''])[0]
+            lines += wrap(f"{d['code']}{where}" + ("" if seen.strip() in shown else f": {seen}"), indent="  ")
             if d.get("advice"):
-                lines.append(f"    -> {d['advice']}")
+                lines += wrap(f"-> {d['advice']}", indent="    ", subsequent="       ")
     if getattr(result, "advice", None):
         lines += ["", click.style("how to be faster:", bold=True)]
         for a in result.advice:
             where = f" in {a['count']} case(s), first {a['first_case']}" if a.get("first_case") else ""
-            lines.append(f"  {a['code']}{where}: {a['message']}")
-            lines.append(f"    -> {a['advice']}")
+            lines += wrap(f"{a['code']}{where}: {a['message']}", indent="  ")
+            lines += wrap(f"-> {a['advice']}", indent="    ", subsequent="       ")
     if result.message:
-        lines += ["", result.message]
+        lines += [""] + wrap(headline(result.message, result.cases) if failing else result.message,
+                             subsequent="")
     if result.output.strip():
         lines += ["", "output of the submission:", result.output.rstrip()]
     return "\n".join(lines)
