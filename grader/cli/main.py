@@ -153,8 +153,9 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
     from grader.grading.runner import grade as run_grade
     from grader.learner.workspace import WorkspaceError, resolve
     from grader.results.report import ReportFormatError, report_format, to_json, write_report
+    notes: list[str] = []
     try:
-        kata, solution = resolve(path, kata_name)
+        kata, solution = resolve(path, kata_name, notes)
         if report:
             report_format(report)
     except (WorkspaceError, ReportFormatError, UnknownKataError, KataFormatError) as exc:
@@ -168,6 +169,8 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
         except ValueError as exc:
             usage_error(str(exc))
     if not as_json:
+        for note in notes:
+            click.echo(note, err=True)
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
         if mode == "gpu":
             from grader.grading.cuda_probe import total_memory_bytes
