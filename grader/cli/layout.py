@@ -34,27 +34,33 @@ def wrap(text: str, width: int | None = None, indent: str = "", subsequent: str 
 
 
 def fitted_table(rows: list[list], headers: list[str], shrinkable: dict[int, int],
-                 width: int | None = None) -> str:
+                 width: int | None = None, droppable: tuple[int, ...] = ()) -> str:
     """A tabulate table at most WIDTH columns wide: the columns in SHRINKABLE ({index: the
     narrowest it may get}, in the order they give way) are shortened at word boundaries ("...")
-    until the table fits, each down to its minimum before the next. Full values belong elsewhere
-    (`--json`, `kata show`)."""
+    until the table fits, each down to its minimum before the next; then the DROPPABLE columns
+    are left out, in that order. Full values belong elsewhere (`--json`, `kata show`)."""
     width = width or terminal_width()
     cells = [[("" if v is None else str(v)) for v in row] for row in rows]
     limits = {i: max([len(r[i]) for r in cells] + [len(headers[i])]) for i in shrinkable}
+    dropped: set[int] = set()
     while True:
-        table = tabulate([[shorten(v, limits[i]) if i in limits else v for i, v in enumerate(row)]
-                          for row in cells], headers=headers, disable_numparse=True)
+        keep = [i for i in range(len(headers)) if i not in dropped]
+        table = tabulate([[shorten(row[i], limits[i]) if i in limits else row[i] for i in keep]
+                          for row in cells], headers=[headers[i] for i in keep], disable_numparse=True)
         excess = max(map(len, table.splitlines() or [""])) - width
         if excess <= 0:
             return table
         for i, low in shrinkable.items():
             cut = min(excess, limits[i] - max(low, len(headers[i])))
-            if cut > 0:
+            if i not in dropped and cut > 0:
                 limits[i] -= cut
                 break
         else:
-            return table  # as narrow as it may get
+            left = [i for i in droppable if i not in dropped]
+            if not left:
+                return table  # as narrow as it may get
+            dropped.add(left[0])
+            limits = {i: max([len(r[i]) for r in cells] + [len(headers[i])]) for i in shrinkable}
 
 
 def shorten(text: str, width: int) -> str:

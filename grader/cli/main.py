@@ -70,7 +70,7 @@ def list_katas(directory, track_name, as_json):
                        + (f" (not installed yet: {', '.join(missing)})" if missing else ""))) + "\n")
         # Title and topics give way first; `kata show` and `kata list --json` have them whole.
         click.echo(fitted_table(rows, ["kata", "title", "difficulty", "topics", "time", "status", "best"],
-                                shrinkable={3: 16, 1: 20}))
+                                shrinkable={3: 16, 1: 14}, droppable=(3,)))
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)
 
