@@ -280,3 +280,17 @@ def test_the_batch_estimates_from_the_stores_earlier_grades_of_the_kata(tmp_path
     assert progress.time_left() == pytest.approx((10 + 10 + 14 + 14) / 2)  # median 14 s a grade
     other = Progress(1, stream=io.StringIO(), live=False, jobs=[_job("v")], history=history, clock=clock)
     assert other.time_left() is None  # no grade of vector_add anywhere yet
+
+
+# --- 9. interpreter grades ------------------------------------------------------------------
+
+def test_an_interpreter_grade_runs_torch_on_one_thread(tmp_path):
+    # The worker and the checker share the machine's cores: a thread per core each made them
+    # wait on one another (docs/PERFORMANCE.md, issue 35).
+    from grader.grading.runner import grade
+    solution = tmp_path / "solution.py"
+    solution.write_text((REFERENCE / "vector_add.py").read_text()
+                        + "\nprint('torch threads:', torch.get_num_threads())\n")
+    result = grade(get_kata("vector_add"), solution, "interpret", only_cases=["small"])
+    assert result.status == "pass", result.message
+    assert "torch threads: 1" in result.output

@@ -21,7 +21,6 @@ from grader.kata.catalog import UnknownKataError, all_katas
 from grader.kata.format import KataFormatError
 
 
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kata")
 def main():
