@@ -331,32 +331,33 @@ def test_state_survives_a_new_process(tmp_path):
 
 
 def test_a_grade_after_the_deadline_is_late_and_counts_half(tmp_path):
-    folder = start(tmp_path, "--difficulty", "medium", "--count", "2", "--minutes", "30", "--seed", "1")
+    # --minutes 45: the two shortest medium katas (20 and 25 min) fit, and the budgets may not exceed it
+    folder = start(tmp_path, "--difficulty", "medium", "--count", "2", "--minutes", "45", "--seed", "1")
     first, second = [k["name"] for k in json.loads((folder / STATE_FILE).read_text())["katas"]]
     solve(folder, first)
     on_time = kata_cli("grade", folder / first, "--interpret", minutes=12)
     assert on_time.exit_code == 0 and "late" not in on_time.output
     solve(folder, second)
-    late = kata_cli("grade", folder / second, "--interpret", minutes=35)
+    late = kata_cli("grade", folder / second, "--interpret", minutes=50)
     assert late.exit_code == 0 and "recorded as late" in late.output
 
-    status = kata_cli("interview", "status", "--dir", folder, minutes=36)
+    status = kata_cli("interview", "status", "--dir", folder, minutes=51)
     assert "Time is up" in status.output and "6:00 ago" in status.output
     assert "passing (late)" in status.output
 
-    submitted = kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=40)
+    submitted = kata_cli("interview", "submit", "--dir", folder, "--interpret", minutes=55)
     assert submitted.exit_code == 0, submitted.output
     state = json.loads((folder / STATE_FILE).read_text())
-    assert state["status"] == "submitted" and state["closed_at"] == (T0 + timedelta(minutes=40)).isoformat()
+    assert state["status"] == "submitted" and state["closed_at"] == (T0 + timedelta(minutes=55)).isoformat()
     outcomes = {o["kata"]: o for o in state["summary"]["outcomes"]}
     assert (outcomes[first]["state"], outcomes[first]["score"], outcomes[first]["late"]) == ("passing", 100, False)
     assert (outcomes[second]["state"], outcomes[second]["score"], outcomes[second]["late"]) == ("passing (late)", 50, True)
     # time used: start to the last passing grade; submit's re-grade of the same file does not move it
-    assert outcomes[first]["time_used_s"] == 12 * 60 and outcomes[second]["time_used_s"] == 35 * 60
+    assert outcomes[first]["time_used_s"] == 12 * 60 and outcomes[second]["time_used_s"] == 50 * 60
     assert state["summary"]["score"] == 75 and state["summary"]["verdict"] == "hire"
     assert "Verdict: hire (75 / 100)" in submitted.output
 
-    after = kata_cli("grade", folder / first, "--interpret", minutes=41)
+    after = kata_cli("grade", folder / first, "--interpret", minutes=56)
     assert "does not count" in after.output
 
 

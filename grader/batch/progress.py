@@ -15,6 +15,7 @@ from tabulate import tabulate
 
 from grader.batch.driver import Events, Finished
 from grader.batch.engine import Job
+from grader.batch.estimate import Estimate
 
 REDRAW_S = 0.5
 
@@ -50,13 +51,24 @@ def describe(item: Finished) -> str:
 
 
 class Progress(Events):
-    def __init__(self, total: int, stream: TextIO | None = None, live: bool | None = None):
+    """The batch's progress. The time left comes from each kata's grade time (grader.batch.
+    estimate: this batch's grades, the store's earlier ones, given as HISTORY); CLOCK is
+    injectable for tests."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, live: bool | None = None,
+                 jobs: list[Job] | None = None, slots: int = 1, history: dict | None = None,
+                 clock=time.monotonic):
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.total = total
         self.done = self.failed = self.retried = self.running = 0
-        self.started_at = time.monotonic()
+        self.clock = clock
+        self.started_at = clock()
         self._drawn = 0.0
+        self.slots = slots
+        self.estimate = Estimate(history)
+        self.pending: dict[str, str] = {job.key: job.kata for job in jobs or ()}
+        self.in_flight: dict[str, tuple[str, float]] = {}  # job key: (kata, started)
 
     def _print(self, line: str) -> None:
         if self.live:
@@ -67,36 +79,51 @@ class Progress(Events):
 
     def started(self, job: Job, attempt: int) -> None:
         self.running += 1
+        self.pending.pop(job.key, None)
+        self.in_flight[job.key] = (job.kata, self.clock())
         self._draw()
 
     def retrying(self, job: Job, reason: str, attempt: int) -> None:
         self.running -= 1
         self.retried += 1
+        self.in_flight.pop(job.key, None)
+        self.pending[job.key] = job.kata
         self._print(f"{job.name}: {reason}; retrying (try {attempt})")
 
     def finished(self, item: Finished) -> None:
         self.running -= 1
         self.done += 1
         self.failed += item.result.status != "pass"
+        kata, started = self.in_flight.pop(item.job.key, (item.job.kata, None))
+        if started is not None and not item.lost:
+            self.estimate.ended(kata, self.clock() - started, item.result.device)
         self._print(f"[{self.done}/{self.total}] {describe(item)}")
 
     def tick(self, running: int) -> None:
         self.running = running
         self._draw()
 
+    def time_left(self) -> float | None:
+        """Seconds until the batch ends, or None while estimating."""
+        if not self.pending and not self.in_flight:
+            return None if self.done < self.total else 0.0  # no jobs given: nothing to go on
+        now = self.clock()
+        return self.estimate.left(list(self.pending.values()),
+                                  [(kata, now - started) for kata, started in self.in_flight.values()],
+                                  self.slots)
+
     def status(self) -> str:
-        elapsed = time.monotonic() - self.started_at
-        left = "estimating time left"
-        if self.done:
-            left = f"~{duration((self.total - self.done) * elapsed / self.done)} left"
+        elapsed = self.clock() - self.started_at
+        seconds = self.time_left()
+        left = "estimating time left" if seconds is None else f"~{duration(seconds)} left"
         retried = f", {self.retried} retried" if self.retried else ""
         return (f"  {self.done}/{self.total} done, {self.running} running, {self.failed} failed"
                 f"{retried}; {duration(elapsed)} elapsed, {left}")
 
     def _draw(self, force: bool = False) -> None:
-        if not self.live or (not force and time.monotonic() - self._drawn < REDRAW_S):
+        if not self.live or (not force and self.clock() - self._drawn < REDRAW_S):
             return
-        self._drawn = time.monotonic()
+        self._drawn = self.clock()
         self.stream.write("\r\x1b[2K" + self.status()[:150])
         self.stream.flush()
 

@@ -147,7 +147,9 @@ def grade(source, kata_name, gpus, cpus, interpret, gpu, ray_address, engine, db
         engine_s = time.monotonic() - started
         started = time.monotonic()  # throughput counts the grading, not the engine's start
         say(f"Grading {len(jobs)} on {grader_engine.description}.")
-        progress = Progress(len(jobs))
+        from grader.batch.estimate import earlier_grade_seconds
+        progress = Progress(len(jobs), jobs=jobs, slots=grader_engine.slots,
+                            history=earlier_grade_seconds(db, katas, mode))
 
         def record(item):
             ledger.record(db, run.label, item.job.handle, item.job.key, item.result)

@@ -299,8 +299,8 @@ def _outcome_table(outcomes) -> str:
               help="Choose from this track (warmup, llm-training, llm-inference, fundamentals, all; "
                    "`kata list --track NAME`); then --minutes is a budget the katas must fit in.")
 @click.option("--minutes", type=click.IntRange(min=1),
-              help="Length of the interview (default: the katas' budgets added up); with --track or "
-                   "--difficulty mix, only katas whose budgets fit in it are picked.")
+              help="Length of the interview (default: the katas' budgets added up); only katas whose "
+                   "budgets add up to at most this are picked.")
 @click.option("--count", type=click.IntRange(min=1),
               help="How many katas (default: 2; with --track or --difficulty mix, as many as fit in "
                    "--minutes, or 3 without it).")
@@ -325,6 +325,7 @@ def start(track_name, minutes, count, difficulty, topic, seed, folder):
 
     given = (("track", track_name), ("difficulty", difficulty), ("topic", topic and shlex.quote(topic)),
              ("count", count), ("minutes", minutes))  # for the line that repeats the pick
+    count_given = count
     track = track_or_exit(track_name) if track_name else None
     by_track = track is not None or difficulty == MIX
     now = _now()
@@ -339,7 +340,7 @@ def start(track_name, minutes, count, difficulty, topic, seed, folder):
             picked = pick_track(katas, progress, seed, track, difficulty, topic, count, minutes)
         else:
             count = count or DEFAULT_COUNT
-            picked = pick_katas(katas, progress, count, seed, difficulty, topic)
+            picked = pick_katas(katas, progress, count, seed, difficulty, topic, minutes)
         itv = start_interview(folder, picked, now, seed, minutes,
                               {"count": count, "difficulty": difficulty, "topic": topic,
                                "track": track.name if track else None})
@@ -355,8 +356,11 @@ def start(track_name, minutes, count, difficulty, topic, seed, folder):
         fit = f" whose budgets fit in {minutes} min" if minutes else ""
         click.echo(f"Chosen from {f'the {track.name} track' if track else 'the catalogue'}: "
                    f"{rule}{fit}, weakest first.")
-    if count and len(picked) < count:
-        click.echo(f"(only {len(picked)} kata(s) match{' and fit' if by_track and minutes else ''}, "
+    elif minutes:
+        click.echo(f"Chosen weakest first among katas whose budgets fit in {minutes} min "
+                   f"({sum(k.minutes for k in picked)} min of katas).")
+    if count_given and len(picked) < count_given:
+        click.echo(f"(only {len(picked)} kata(s) match{' and fit' if minutes else ''}, "
                    f"not {count})")
     rows = [(i, k.name, k.title, k.difficulty, f"{k.minutes} min", str(folder / k.name / "solution.py"))
             for i, k in enumerate(picked, 1)]

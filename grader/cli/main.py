@@ -20,8 +20,6 @@ from grader.cli.store import db_option, db_path, handle_option, record_or_warn, 
 from grader.kata.catalog import UnknownKataError, all_katas
 from grader.kata.format import KataFormatError
 
-MAX_LISTED = 5  # failing cases listed in the terminal summary
-
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kata")
@@ -45,8 +43,11 @@ def main():
               help="Where your workspaces are, for status and best score (default: here).")
 @click.option("--track", "track_name", shell_complete=complete_track,
               help="Only the katas of this interview track (warmup, llm-training, ...; docs/INTERVIEW.md).")
-def list_katas(directory, track_name):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print every kata's full detail as JSON (the table shortens long titles and topics).")
+def list_katas(directory, track_name, as_json):
     """Show the katas: difficulty, topics, time budget, your status and best score."""
+    from grader.cli.layout import fitted_table, wrap
     from grader.learner.progress import progress_by_kata
     track = track_or_exit(track_name) if track_name else None
     try:
@@ -56,16 +57,39 @@ def list_katas(directory, track_name):
     if track:
         katas = track.select(katas)
     progress, warnings = progress_by_kata(katas, directory)
-    rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min", progress[k.name].status,
-             "-" if progress[k.name].best_score is None else f"{progress[k.name].best_score:g}")
-            for k in katas]
-    if track:
-        missing = [name for name in track.katas or () if name not in {k.name for k in katas}]
-        click.echo(f"Track {track.name}: {track.description}"
-                   + (f" (not installed yet: {', '.join(missing)})" if missing else "") + "\n")
-    click.echo(tabulate(rows, headers=["kata", "title", "difficulty", "topics", "time", "status", "best"]))
+    if as_json:
+        click.echo(_katas_json(katas, progress))
+    else:
+        rows = [(k.name, k.title, k.difficulty, ", ".join(k.topics), f"{k.minutes} min", progress[k.name].status,
+                 "-" if progress[k.name].best_score is None else f"{progress[k.name].best_score:g}")
+                for k in katas]
+        if track:
+            missing = [name for name in track.katas or () if name not in {k.name for k in katas}]
+            click.echo("\n".join(wrap(f"Track {track.name}: {track.description}"
+                       + (f" (not installed yet: {', '.join(missing)})" if missing else ""))) + "\n")
+        # Title and topics give way first; `kata show` and `kata list --json` have them whole.
+        click.echo(fitted_table(rows, ["kata", "title", "difficulty", "topics", "time", "status", "best"],
+                                shrinkable={3: 16, 1: 14}, droppable=(3,)))
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)
+
+
+def _katas_json(katas, progress) -> str:
+    import json
+
+    from grader.kata.catalog import kata_dirs
+    from grader.kata.tracks import TrackError, load_tracks
+    try:
+        tracks = load_tracks(kata_dirs())
+    except TrackError:
+        tracks = {}
+    return json.dumps([{
+        "name": k.name, "title": k.title, "difficulty": k.difficulty, "topics": list(k.topics),
+        "minutes": k.minutes,
+        "tracks": [t.name for t in tracks.values() if t.katas is not None and k.name in t.katas],
+        "tasks": [{"name": t.name, "signature": t.signature, "dtypes": list(t.dtypes)} for t in k.tasks],
+        "status": progress[k.name].status, "best_score": progress[k.name].best_score,
+    } for k in katas], indent=2)
 
 
 @main.command()
@@ -131,8 +155,9 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
     from grader.grading.runner import grade as run_grade
     from grader.learner.workspace import WorkspaceError, resolve
     from grader.results.report import ReportFormatError, report_format, to_json, write_report
+    notes: list[str] = []
     try:
-        kata, solution = resolve(path, kata_name)
+        kata, solution = resolve(path, kata_name, notes)
         if report:
             report_format(report)
     except (WorkspaceError, ReportFormatError, UnknownKataError, KataFormatError) as exc:
@@ -146,6 +171,8 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
         except ValueError as exc:
             usage_error(str(exc))
     if not as_json:
+        for note in notes:
+            click.echo(note, err=True)
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
         if mode == "gpu":
             from grader.grading.cuda_probe import total_memory_bytes
@@ -204,7 +231,8 @@ class LiveProgress:
         what += " again" if event.get("again") else ""  # a suspect timing, timed afresh
         failed = f", {self.failed} failed" if self.failed else ""
         line = f"  [{self.done} checked{failed}] {what} {event['key']}"
-        click.echo("\r\x1b[2K" + line[:119], nl=False, err=True)
+        from grader.cli.layout import terminal_width
+        click.echo("\r\x1b[2K" + line[:terminal_width() - 1], nl=False, err=True)
 
     def finish(self) -> None:
         click.echo("\r\x1b[2K", nl=False, err=True)
@@ -232,6 +260,8 @@ def _profile_written(result, folder: Path) -> str:
 
 
 def format_result(result) -> str:
+    from grader.cli.failures import failure_lines, headline, not_run_lines
+    from grader.cli.layout import wrap
     from grader.results.report import grade_time, sandbox_summary, speed_notes
     colour = {"pass": "green", "fail": "red", "error": "red"}[result.status]
     b = result.score_breakdown
@@ -239,7 +269,7 @@ def format_result(result) -> str:
              + f"  score {b.total:g}/{b.max_possible:g}  ({result.mode} mode, {result.device or 'no device'})"]
     rows = []
     for c in result.cases:
-        if c.status == "skipped":
+        if c.status in ("skipped", "not_run"):  # counted below, a line per reason
             continue
         rows.append([c.task if len(result.tasks) > 1 else None, c.name, c.dtype,
                      "x".join(map(str, c.shape)) if c.shape else "-", c.status,
@@ -252,6 +282,7 @@ def format_result(result) -> str:
         headers = headers[1:]
     if rows:
         lines += ["", tabulate(rows, headers=headers)]
+    lines += not_run_lines(result.cases)
     if result.speed_measured:
         lines.append(f"\nspeedup {result.speedup:.2f}x (geomean; threshold {result.threshold:g}x), "
                      f"roofline {100 * (result.roofline or 0):.0f}%")
@@ -259,42 +290,40 @@ def format_result(result) -> str:
         lines.append("\nspeed not measured (" + ("Triton interpreter: correctness only"
                      if result.mode == "interpret" else "not every case was correct") + ")")
     for note in speed_notes(result):
-        lines.append(click.style(note, fg="yellow"))
+        lines += [click.style(part, fg="yellow") for part in wrap(note)]
     if result.duration_s is not None:
         lines.append(f"graded in {grade_time(result)}")
-    lines.append(f"sandbox: {sandbox_summary(result.sandbox)}")
+    lines += wrap(f"sandbox: {sandbox_summary(result.sandbox)}")
     reasons = Counter(s["reason"] for s in result.skipped)
     for reason, count in reasons.items():
-        lines.append(f"skipped {count} case(s): {reason}")
-    failing = [c for c in result.cases if c.status in ("fail", "error") and c.message]
-    if len(failing) > 1:
-        lines += ["", "failing cases:"]
-        lines += [f"  {c.name} [{c.dtype}]: {c.message.splitlines()[0][:150]}" for c in failing[:MAX_LISTED]]
-        if len(failing) > MAX_LISTED:
-            lines.append(f"  ... and {len(failing) - MAX_LISTED} more")
+        lines += wrap(f"skipped {count} case(s): {reason}")
+    failing, shown = failure_lines(result.cases)  # each distinct error once, with its traceback
+    lines += failing
     if result.cheats:
         lines += ["", click.style(f"rejected as a cheat: {result.cheat}", fg="red", bold=True)]
         for c in result.cheats:
             where = f" in {c['count']} case(s), first {c['first_case']}" if c.get("first_case") else ""
-            lines.append(f"  {c['reason']}{where}: {(c['message'].splitlines() or [''])[0][:200]}")
+            lines += wrap(f"{c['reason']}{where}: {(c['message'].splitlines() or [''])[0]}", indent="  ")
     if result.diagnoses:
         lines += ["", click.style("what went wrong:", bold=True)]
         for d in result.diagnoses:
             where = f" in {d['count']} case(s), first {d['first_case']}" if d.get("first_case") else ""
-            lines.append(f"  {d['code']}{where}: {(d['message'].splitlines() or [''])[0][:300]}")
+            seen = (d['message'].splitlines() or [''])[0]
+            lines += wrap(f"{d['code']}{where}" + ("" if seen.strip() in shown else f": {seen}"), indent="  ")
             if d.get("advice"):
-                lines.append(f"    -> {d['advice']}")
+                lines += wrap(f"-> {d['advice']}", indent="    ", subsequent="       ")
     if getattr(result, "advice", None):
         # The top advice in two lines; the others by name (the report and --json have them all).
         lines += ["", click.style("how to be faster:", bold=True)]
         top, rest = result.advice[0], result.advice[1:]
         where = f" in {top['count']} case(s), first {top['first_case']}" if top.get("first_case") else ""
-        lines.append(f"  {top['code']}{where}: {top['message']}")
-        lines.append(f"    -> {top['advice']}")
+        lines += wrap(f"{top['code']}{where}: {top['message']}", indent="  ")
+        lines += wrap(f"-> {top['advice']}", indent="    ", subsequent="       ")
         if rest:
-            lines.append(f"  also: {', '.join(a['code'] for a in rest)} (see --report or --json)")
+            lines += wrap(f"also: {', '.join(a['code'] for a in rest)} (see --report or --json)", indent="  ")
     if result.message:
-        lines += ["", result.message]
+        lines += [""] + wrap(headline(result.message, result.cases) if failing else result.message,
+                             subsequent="")
     if result.output.strip():
         lines += ["", "output of the submission:", result.output.rstrip()]
     return "\n".join(lines)

@@ -779,6 +779,7 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         findings.diagnosis(diagnose.Diagnosis("load_error", _first_line(message)), None)
     elif (fatal or not done) and not stop_named:
         findings.diagnosis(diagnose.Diagnosis(stop_code, _first_line(message)), None)
+    diagnose.attach_compiler_lines([c for t in tasks for c in t.cases], findings.diagnoses, run.output)
     cheats = findings.cheats
 
     speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)

@@ -397,6 +397,8 @@ def serve(request_path: str, requests, replies) -> int:
     request = json.loads(Path(request_path).read_text())
     if request["device"] == "cuda":  # start CUDA now, while the worker starts, not at the first case
         torch.empty(1, device="cuda")
+    else:  # beside the worker on the same cores: one thread each (grader.sandbox.worker.main)
+        torch.set_num_threads(1)
     checker = Checker(load_kata(Path(request["kata_dir"])), request["seed"], request["device"])
     plan = {p["key"]: p for p in request["plan"]}
     for line in requests:

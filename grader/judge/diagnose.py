@@ -117,6 +117,12 @@ ADVICE = {
                      "temporaries; keep each row in registers and stream it block by block, "
                      "allocating only the outputs and small per-row or per-program buffers",
     "exception": "the traceback shows where; Triton compile errors name the kernel line",
+    "compiler_error": "not necessarily your bug: a kernel Triton should compile crashed its "
+                      "compiler. What usually gets round it: another BLOCK size or num_warps (or "
+                      "num_stages), splitting the kernel in two, or writing the construct the failing "
+                      "pass works on another way (a scan or reduction over a 2-D block, a reshape, "
+                      "permute or join, a dot of an unusual shape, an atomic on a reduced value). "
+                      "TRITON_REPRODUCER_PATH=FILE writes a reproducer to report upstream",
     "gpu_only_feature": "this needs a GPU, which the Triton interpreter does not provide: "
                         "@triton.autotune times its configs on the GPU (so do triton.testing."
                         "do_bench and driver queries). On the CPU launch one fixed configuration "
@@ -198,6 +204,9 @@ _STRUCTURE = [  # (pattern in the message, code): the worker's and checker's own
     (re.compile(r"never checked|could not be checked"), "internal_error"),
     # Triton's autotuner (and do_bench, and driver queries) ask for a GPU driver the interpreter lacks.
     (re.compile(r"raised an exception:.*\b0 active drivers", re.S), "gpu_only_feature"),
+    # Triton's compiler itself failed (an MLIR pass, LLVM): not the learner's exception.
+    (re.compile(r"raised an exception:.*(PassManager::run failed|processing an MLIR pass pipeline"
+                r"|LLVM ERROR|failed to legalize operation)", re.S), "compiler_error"),
     (re.compile(r"raised an exception"), "exception"),
     (re.compile(r" has dtype \S+, expected "), "wrong_dtype"),
     (re.compile(r" has shape \(.*\), expected "), "wrong_shape"),
@@ -211,12 +220,49 @@ def from_message(message: str, status: str) -> Diagnosis:
     """A failure the worker reported without naming a reason (a type, a shape, an exception)."""
     for pattern, code in _STRUCTURE:
         if pattern.search(message):
+            if code == "compiler_error":
+                return Diagnosis(code, "Triton's compiler failed on this kernel (an internal error, "
+                                       "not necessarily a bug in your code): " + _last_line(message))
             return Diagnosis(code, _first_line(message))
     return Diagnosis("exception" if status == "error" else "wrong_output", _first_line(message))
 
 
 def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
+
+
+def _last_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[-1]
+
+
+# What Triton's compiler writes (to the process's stderr, so into the submission's output) when
+# a pass fails: MLIR's "error:" and "note:" diagnostics, the failing pass, LLVM's fatal errors.
+_COMPILER_LINE = re.compile(r"(\berror:|\bnote:|Pipeline failed while executing|LLVM ERROR|"
+                            r"PassManager::run failed|Assertion .* failed)")
+_FAILED_PASS = re.compile(r"Pipeline failed while executing \[`([\w.:-]{1,100})`")
+COMPILER_LINES = 6  # the compiler's last lines kept in the case's message
+
+
+def compiler_lines(output: str) -> list[str]:
+    """The compiler's own last lines in a grade's output (the pass that failed among them)."""
+    found = [line.strip()[:400] for line in output.splitlines() if _COMPILER_LINE.search(line)]
+    distinct = list(dict.fromkeys(reversed(found)))[:COMPILER_LINES]  # each kernel's crash repeats
+    return distinct[::-1]
+
+
+def attach_compiler_lines(cases, diagnoses: list[dict], output: str) -> None:
+    """Add the compiler's last lines to each case diagnosed compiler_error, and the failing pass
+    to the diagnosis (the exception alone says only "PassManager::run failed")."""
+    lines = compiler_lines(output)
+    if not lines:
+        return
+    for case in cases:
+        if case.diagnosis == "compiler_error" and "the compiler's last lines" not in case.message:
+            case.message += "\nthe compiler's last lines:\n" + "\n".join(f"  {line}" for line in lines)
+    failed = [m.group(1) for m in map(_FAILED_PASS.search, lines) if m]
+    for d in diagnoses:
+        if d["code"] == "compiler_error" and failed and "pass that failed" not in d["message"]:
+            d["message"] += f" (the pass that failed: {failed[-1]})"
 
 
 # ---- a grade's findings ------------------------------------------------------------------------

@@ -145,11 +145,32 @@ def _by_weakness(candidates: list[Kata], progress: dict[str, KataProgress], seed
 
 
 def pick_katas(katas: list[Kata], progress: dict[str, KataProgress], count: int, seed: int,
-               difficulty: str | None = None, topic: str | None = None) -> list[Kata]:
+               difficulty: str | None = None, topic: str | None = None,
+               minutes: int | None = None) -> list[Kata]:
     """Up to `count` katas matching the filters: unsolved ones first (never graded, then
     failing), then the weakest best scores; ties are broken by `seed`, so the same seed and the
-    same progress give the same interview. The minutes do not limit it (pick_track's do)."""
-    return _by_weakness(_candidates(katas, difficulty, topic, None), progress, seed)[:count]
+    same progress give the same interview. With `minutes`, a kata whose budget does not fit in
+    the minutes left is passed over: the budgets add up to at most `minutes`."""
+    ranked = _by_weakness(_candidates(katas, difficulty, topic, None), progress, seed)
+    left = minutes or float("inf")
+    chosen = []
+    for kata in ranked:
+        if len(chosen) >= count:
+            break
+        if kata.minutes <= left:
+            chosen.append(kata)
+            left -= kata.minutes
+    if not chosen:
+        raise _nothing_fits(ranked, minutes)
+    return chosen
+
+
+def _nothing_fits(ranked: list[Kata], minutes: int | None) -> InterviewError:
+    shortest = min(ranked, key=lambda k: k.minutes)
+    return InterviewError(
+        f"No kata fits in {minutes} min: the shortest that matches, {shortest.name}, takes "
+        f"{shortest.minutes} min. Give --minutes {shortest.minutes} or more, or leave --minutes out "
+        "and choose how many katas with --count (the countdown is then their budgets added up).")
 
 
 def pick_track(katas: list[Kata], progress: dict[str, KataProgress], seed: int,
@@ -179,9 +200,7 @@ def pick_track(katas: list[Kata], progress: dict[str, KataProgress], seed: int,
             left -= fitting[0].minutes
         queues[tier] = [] if difficulty == MIX and tier == "easy" else fitting[1:]  # one opener
     if not chosen:
-        shortest = min(ranked, key=lambda k: k.minutes)
-        raise InterviewError(f"No kata fits in {minutes} min: the shortest that matches, "
-                             f"{shortest.name}, takes {shortest.minutes} min. Give more --minutes.")
+        raise _nothing_fits(ranked, minutes)
     return sorted(chosen, key=lambda k: DIFFICULTIES.index(k.difficulty))
 
 

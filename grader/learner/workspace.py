@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from grader.kata.catalog import get_kata, kata_dirs
+from grader.kata.catalog import all_katas, get_kata, kata_dirs
 from grader.kata.format import Kata
 
 MARKER = ".kata.yaml"  # records which kata a workspace holds
@@ -52,10 +53,12 @@ def scaffold(kata: Kata, parent: Path, force: bool = False) -> Scaffold:
     return Scaffold(directory, solution, readme, backup)
 
 
-def resolve(path: Path, kata_name: str | None = None) -> tuple[Kata, Path]:
+def resolve(path: Path, kata_name: str | None = None, notes: list[str] | None = None) -> tuple[Kata, Path]:
     """(kata, solution file) for a solution file or a workspace folder.
 
-    kata_name, when given, names the kata instead of the workspace's marker.
+    kata_name, when given, names the kata instead of the workspace's marker. A file outside any
+    workspace is graded against the one kata whose functions it defines (a line saying so is
+    appended to NOTES).
     """
     path = Path(path)
     if not path.exists():
@@ -74,7 +77,45 @@ def resolve(path: Path, kata_name: str | None = None) -> tuple[Kata, Path]:
         workspace, solution = path.parent, path
         if path.suffix != ".py":
             raise WorkspaceError(f"{path} is not a Python file: give a solution .py file or a kata workspace folder.")
+        if not kata_name and not _is_workspace(workspace):
+            kata = infer_kata(solution)
+            if notes is not None:
+                notes.append(f"{solution.name} is in no kata workspace: graded against {kata.name}, "
+                             "the kata whose functions it defines (--kata NAME to choose another).")
+            return kata, solution
     return (get_kata(kata_name) if kata_name else _kata_of(workspace)), solution
+
+
+def _is_workspace(folder: Path) -> bool:
+    return (folder / MARKER).is_file() or folder.resolve().name in kata_dirs()
+
+
+def infer_kata(solution: Path) -> Kata:
+    """The kata a bare file is for: the only kata whose every entry function it defines (with
+    the kata's parameters, when several define them all), or the only one it has begun."""
+    try:
+        tree = ast.parse(solution.read_text(errors="replace"), str(solution))
+    except (SyntaxError, ValueError):
+        tree = None
+    defined = {} if tree is None else {
+        node.name: [a.arg for a in node.args.posonlyargs + node.args.args]
+        for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    katas = all_katas()
+    complete = [k for k in katas if all(t.name in defined for t in k.tasks)]
+    exact = [k for k in complete if all(defined[t.name][:len(t.args)] == list(t.args) for t in k.tasks)]
+    begun = [k for k in katas if any(t.name in defined for t in k.tasks)]
+    for found in (exact, complete, [] if complete else begun):
+        if len(found) == 1:
+            return found[0]
+    candidates = complete or begun
+    if candidates:
+        listed = ", ".join(f"{k.name} ({', '.join(t.name for t in k.tasks)})" for k in candidates)
+        raise WorkspaceError(f"{solution} is in no kata workspace, and its functions fit more than one "
+                             f"kata: {listed}. Add --kata NAME to say which.")
+    why = "it does not parse as Python, so " if tree is None else ""
+    raise WorkspaceError(f"{solution} is in no kata workspace, and {why}it defines no kata's entry "
+                         "function (softmax, vector_add, ...: `kata list`). Add --kata NAME to say "
+                         "which kata it solves.")
 
 
 def _kata_of(workspace: Path) -> Kata:

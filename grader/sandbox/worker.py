@@ -626,6 +626,11 @@ def main(request_path: str) -> int:
     submission = Path(request["submission"])
     mode = request["mode"]
     device = "cuda" if mode == "gpu" else "cpu"
+    if device == "cpu":
+        # The checker runs beside this process, on the same cores: torch's default of a thread per
+        # core each makes their threads wait on one another (a warm softmax grade took 2-7x the
+        # time on a busy 2-core machine). The interpreter's cases are small: one thread each.
+        torch.set_num_threads(1)
     versions = {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__}
     device_name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU (Triton interpreter)"
     ceilings, measured = None, False
