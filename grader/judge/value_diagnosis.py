@@ -31,12 +31,13 @@ def analyse(got: torch.Tensor, expected: torch.Tensor, *, mode: str = "allclose"
             atol: float = 0.0, rtol: float = 0.0, ulp: int = 0, inputs: dict | None = None,
             downgraded: Callable[[], str | None] | None = None,
             scale: torch.Tensor | None = None, allowance: torch.Tensor | None = None,
-            near_miss: str = "") -> Diagnosis:
+            near_miss: str = "", others_far: bool = False) -> Diagnosis:
     """What a failing output shows, next to its ground truth (same shape and dtype as asked).
 
     inputs: the case's inputs (tensors of the output's shape give each row's magnitude);
     downgraded: called to ask whether a float32 result was computed in a lower precision;
-    allowance, near_miss: the output's extra allowance for honest rounding and what it models.
+    allowance, near_miss: the output's extra allowance for honest rounding and what it models;
+    others_far: other tensors of the same output are far outside the tolerance (no near miss).
     """
     got, expected = got.detach(), expected.detach().to(got.device)
     close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp, scale=scale,
@@ -70,7 +71,7 @@ def analyse(got: torch.Tensor, expected: torch.Tensor, *, mode: str = "allclose"
         if low:
             return Diagnosis("low_precision", f"the float32 results match a {low} computation "
                              "far better than the float32 truth")
-    if mode == "allclose":
+    if mode == "allclose" and not others_far:
         times = excess(got, expected, atol=atol, rtol=rtol, scale=scale, allowance=allowance)
         size = (e.abs() if scale is None else
                 scale.to(g.device, torch.float64).abs().expand_as(expected).reshape(rows, cols))
