@@ -25,7 +25,7 @@ HONEST = TESTS / "honest"
 FILES = sorted(HONEST.glob("*.py"))
 SEEDS = (1, 2, 3)
 # Katas whose honest formulations differ in their rounding: each has at least three variants.
-PANEL_KATAS = ("adamw", "cross_entropy", "softmax", "rms_norm")
+PANEL_KATAS = ("adamw", "cross_entropy", "softmax", "rms_norm", "prefix_sum")
 
 
 def panel_cases(path: Path) -> list[str]:
