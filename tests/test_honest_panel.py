@@ -4,9 +4,11 @@ exp(x - lse), base 2, three passes, a division by sqrt instead of rsqrt, atomics
 accumulation orders). A tolerance that fails one of them is a defect of the kata
 (docs/SCORING.md, "How tolerances are set").
 
-Each variant names the cases that separate the formulations (`# panel-cases: a, b`): on the
-interpreter it is graded on those, under three seeds (a whole interpreter grade of a softmax
-variant takes minutes; every variant passed one whole interpreter grade when it was written).
+Each variant names the cases that separate the formulations (`# panel-cases: a, b`, the most
+telling first): on the interpreter it is graded on all of them under one seed and on the first
+two under two more seeds (a whole interpreter grade of a softmax variant takes minutes; every
+variant passed whole interpreter grades when it was written, except where the interpreter's
+time limit stops one program per row on a thousand rows, prefix_sum's many_tiny_rows).
 tests/gpu/test_gpu_honest_panel.py grades every checked case on a GPU.
 """
 
@@ -42,8 +44,9 @@ def test_every_panel_kata_has_three_formulations():
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_honest_variant_passes_under_three_seeds(path):
     kata = get_kata(kata_of_wrong(path))
+    cases = panel_cases(path)
     for seed in SEEDS:
-        result = grade(kata, path, "interpret", seed=seed, only_cases=panel_cases(path))
+        result = grade(kata, path, "interpret", seed=seed, only_cases=cases if seed == SEEDS[0] else cases[:2])
         failed = [(c.name, c.dtype, c.message) for c in result.cases if c.status not in ("pass", "skipped")]
         assert result.status == "pass" and not failed, (seed, result.message, failed)
         assert result.cheats == [] and result.cheat is None, (seed, result.cheats)

@@ -2,7 +2,7 @@
 kernel with a loop of multiplications (beta ** step by repeated products, as a learner who avoids
 pow writes it), the update as m / bias1 divided by (sqrt(v) / sqrt(bias2) + eps),
 weight decay folded after the update: p_new = p - lr * (m_hat / denom + wd * p)."""
-# panel-cases: first_step, one_element, large_weight_decay, two_elements_late, tiny_grads, extreme_values
+# panel-cases: first_step, large_weight_decay, one_element, two_elements_late, tiny_grads, extreme_values
 
 import torch
 import triton

@@ -1,7 +1,7 @@
 """Honest variant: one launch per tensor, every constant computed in the kernel from the raw
 hyperparameters (which Triton passes as float32): 1 - beta1, 1 - beta2, the bias corrections
 through exp(step * log(beta)), the decay 1 - lr * wd. Many real Triton optimizers do this."""
-# panel-cases: first_step, one_element, large_weight_decay, two_elements_late, tiny_grads, extreme_values
+# panel-cases: first_step, large_weight_decay, one_element, two_elements_late, tiny_grads, extreme_values
 
 import torch
 import triton
@@ -16,7 +16,7 @@ def _adamw(p_ptr, g_ptr, m_ptr, v_ptr, n, step, lr, beta1, beta2, eps, wd, BLOCK
     g = tl.load(g_ptr + offs, mask=mask).to(tl.float32)
     m = tl.load(m_ptr + offs, mask=mask)
     v = tl.load(v_ptr + offs, mask=mask)
-    t = step.to(tl.float32)
+    t = step * 1.0  # (a step of 1 arrives as a constexpr: no .to on it)
     bias1 = 1.0 - tl.exp(t * tl.log(beta1))
     bias2 = 1.0 - tl.exp(t * tl.log(beta2))
     p = p * (1.0 - lr * wd)

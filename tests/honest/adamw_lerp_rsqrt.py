@@ -2,7 +2,7 @@
 writes it), v_hat's root through a host-computed 1 / sqrt(bias2), decay applied as a separate
 subtraction (p - lr * wd * p), and the whole list flattened into one launch by a host table of
 offsets (one launch per tensor). Constants in float64 on the host."""
-# panel-cases: first_step, one_element, large_weight_decay, two_elements_late, tiny_grads, extreme_values
+# panel-cases: first_step, large_weight_decay, one_element, two_elements_late, tiny_grads, extreme_values
 
 import math
 

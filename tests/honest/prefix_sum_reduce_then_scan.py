@@ -1,7 +1,7 @@
 """Honest variant: reduce-then-scan in three launches over a (row, block) grid: each block's sum;
 an exclusive scan of each row's block sums (its carries); each block scanned again plus its
 carry."""
-# panel-cases: small, small_ints, long_rows, large_values, int_wrap
+# panel-cases: large_values, int_wrap, long_rows, small_ints
 
 import torch
 import triton

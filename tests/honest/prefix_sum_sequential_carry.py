@@ -1,6 +1,6 @@
 """Honest variant: one program per row, blocks of the row scanned with tl.cumsum in turn, a
 scalar carry from block to block (accumulated in x's dtype: int32 wraps like the GPU)."""
-# panel-cases: small, small_ints, long_rows, large_values, int_wrap
+# panel-cases: large_values, int_wrap, long_rows, small_ints
 
 import torch
 import triton

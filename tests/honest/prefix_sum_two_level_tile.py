@@ -2,7 +2,7 @@
 elements), scanned along the tile's rows, then the tile rows' totals scanned and added as
 carries: another order of the in-block additions than one tl.cumsum. Several rows per launch
 are not needed: one program per row, a scalar carry between tiles."""
-# panel-cases: small, small_ints, long_rows, large_values, int_wrap
+# panel-cases: large_values, int_wrap, long_rows, small_ints
 
 import torch
 import triton

@@ -1,6 +1,6 @@
 """Honest variant: y = x / sqrt(mean(x^2) + eps) * w, with a true division by a square root
 (not rsqrt), the sum of squares accumulated per lane across blocks and reduced once."""
-# panel-cases: small, large_magnitude, tiny_rows, strided_rows
+# panel-cases: large_magnitude, tiny_rows, small, strided_rows
 
 import torch
 import triton

@@ -1,6 +1,6 @@
 """Honest variant: several short rows per program (a ROWS x BLOCK tile), the statistic through
 tl.sum over axis 1 of a 2-D tile, rstd = 1 / sqrt(...) computed once per row."""
-# panel-cases: small, large_magnitude, tiny_rows, strided_rows
+# panel-cases: large_magnitude, tiny_rows, small, strided_rows
 
 import torch
 import triton

@@ -1,6 +1,6 @@
 """Honest variant: the mean of squares as a sum of (x * (1/N)) * x (divided before summing),
 reduced per block and added up in a scalar; y = (x * w) * rsqrt(ms + eps), the weight first."""
-# panel-cases: small, large_magnitude, tiny_rows, strided_rows
+# panel-cases: large_magnitude, tiny_rows, small, strided_rows
 
 import torch
 import triton

@@ -1,7 +1,7 @@
 """Honest variant: base 2 throughout (exp2 of (x - m) * log2(e)), a running max and a running
 sum kept per lane (vectors, merged with one rescale at the end), then a write pass that multiplies
 by the reciprocal of the sum."""
-# panel-cases: small, large_offset, large_negative
+# panel-cases: large_offset, large_negative, small
 
 import torch
 import triton

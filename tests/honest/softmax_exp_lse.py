@@ -1,6 +1,6 @@
 """Honest variant: one online pass for lse = m + log(sum exp(x - m)), then p = exp(x - lse) (no
 division), block by block over rows of any length."""
-# panel-cases: small, large_offset, large_negative
+# panel-cases: large_offset, large_negative, small
 
 import torch
 import triton

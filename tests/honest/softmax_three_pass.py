@@ -1,6 +1,6 @@
 """Honest variant: three passes per row (max, sum of exp(x - max), write exp(x - max) / sum) with
 several rows per program for short rows (a 2-D block of ROWS x BLOCK)."""
-# panel-cases: small, large_offset, large_negative
+# panel-cases: large_offset, large_negative, small
 
 import torch
 import triton
