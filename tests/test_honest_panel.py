@@ -8,7 +8,8 @@ Each variant names the cases that separate the formulations (`# panel-cases: a, 
 telling first): on the interpreter it is graded on all of them under one seed and on the first
 two under two more seeds (a whole interpreter grade of a softmax variant takes minutes; every
 variant passed whole interpreter grades when it was written, except where the interpreter's
-time limit stops one program per row on a thousand rows, prefix_sum's many_tiny_rows).
+time limit stops one program per row on a thousand rows, prefix_sum's many_tiny_rows; the
+thousand-row cases, rms_norm_backward's many_rows among them, are left to the GPU panel).
 tests/gpu/test_gpu_honest_panel.py grades every checked case on a GPU.
 """
 
@@ -27,7 +28,7 @@ HONEST = TESTS / "honest"
 FILES = sorted(HONEST.glob("*.py"))
 SEEDS = (1, 2, 3)
 # Katas whose honest formulations differ in their rounding: each has at least three variants.
-PANEL_KATAS = ("adamw", "cross_entropy", "softmax", "rms_norm", "prefix_sum")
+PANEL_KATAS = ("adamw", "cross_entropy", "softmax", "rms_norm", "rms_norm_backward", "prefix_sum")
 
 
 def panel_cases(path: Path) -> list[str]:
