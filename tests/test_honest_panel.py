@@ -53,3 +53,16 @@ def test_honest_variant_passes_under_three_seeds(path):
         assert result.status == "pass" and not failed, (seed, result.message, failed)
         assert result.cheats == [] and result.cheat is None, (seed, result.cheats)
         assert any(c.status == "pass" for c in result.cases)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_allowance_does_not_excuse_a_trap(seed):
+    # L2 regularisation instead of decoupled decay errs by lr * wd * p on the param of a
+    # one-element tensor: near the allowance for constants computed on the device. Its moments
+    # are far off, so it is no near miss; large_weight_decay puts it 250x outside.
+    path = TESTS / "wrong" / "adamw_l2_regularisation.py"
+    result = grade(get_kata("adamw"), path, "interpret", seed=seed,
+                   only_cases=["one_element", "large_weight_decay"], keep_going=True)
+    failed = {c.name for c in result.cases if c.status == "fail"}
+    assert "large_weight_decay" in failed and result.cheats == []
+    assert "near_miss" not in {d["code"] for d in result.diagnoses}, result.diagnoses

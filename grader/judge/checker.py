@@ -68,7 +68,7 @@ class Checker:
             return judge_property(self.spec, task, [(inputs, saved)], self.device, case)
         truth = truth if truth is not None else self._truth(task, inputs, rows)
         worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
-        for output, expected in zip(task.outputs, truth):
+        for o, (output, expected) in enumerate(zip(task.outputs, truth)):
             got_leaves = saved.get(output.name)
             exp_leaves = [t for _, t in flatten(expected, output.name)]
             if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
@@ -97,12 +97,7 @@ class Checker:
                 worst["mismatched"] += cmp.mismatched or 0
                 worst["total"] += cmp.total or 0
                 if not cmp.ok:
-                    # A near miss is named only if the output's other leaves are near misses too
-                    # (a planted bug can be small in one tensor of a list and far off in another).
-                    far = output.compare == "allclose" and any(
-                        excess(g.to(self.device), e, atol=tol.atol, rtol=tol.rtol, scale=s, allowance=a) > NEAR_MISS
-                        for g, e, s, a in list(zip(got_leaves, exp_leaves, scales, allowances))[i + 1:]
-                        if rows is None and _structure(g, label, dtype, tuple(e.shape)) is None)
+                    far = rows is None and self._others_far(task, inputs, saved, truth, case, o, i)
                     return dict(worst, ok=False, message=cmp.message, max_abs_err=cmp.max_abs_err,
                                 max_rel_err=cmp.max_rel_err, mismatched=cmp.mismatched,
                                 total=cmp.total, mismatches=cmp.mismatches, values=True,
@@ -111,6 +106,30 @@ class Checker:
                                           allowance=allowance, near_miss=output.near_miss,
                                           others_far=far))
         return dict(worst, ok=True, message="")
+
+    def _others_far(self, task, inputs, saved: dict, truth, case, output_at: int, leaf_at: int) -> bool:
+        """Is any tensor checked after the failing one (later leaves of its output, later outputs)
+        beyond NEAR_MISS times its allowed error? Then the failure is no near miss: a planted bug
+        can be small in one tensor (a param of one element) and far off in another (its moment)."""
+        for o, (output, expected) in enumerate(zip(task.outputs, truth)):
+            if o < output_at or output.compare != "allclose":
+                continue
+            exp_leaves = [t for _, t in flatten(expected, output.name)]
+            got_leaves = saved.get(output.name)
+            if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
+                return True
+            dtype = output_dtype(output, inputs)
+            tol = task.tolerance(str(dtype).removeprefix("torch."), output, case)
+            scales = self._scales(output, inputs, len(exp_leaves))
+            allowances = self._scales(output, inputs, len(exp_leaves), fn=output.allowance_fn)
+            for i, (got, exp, scale, allowance) in enumerate(zip(got_leaves, exp_leaves, scales, allowances)):
+                if o == output_at and i <= leaf_at:
+                    continue
+                if _structure(got, "", dtype, tuple(exp.shape)) is not None or excess(
+                        got.to(self.device), exp, atol=tol.atol, rtol=tol.rtol, scale=scale,
+                        allowance=allowance) > NEAR_MISS:
+                    return True
+        return False
 
     def _scales(self, output, inputs, n_leaves: int, rows=None, fn: str | None = "") -> list:
         """Each leaf's magnitude for rtol (the output's `scale` function), or None per leaf;
