@@ -29,7 +29,7 @@ FILES = sorted(HONEST.glob("*.py"))
 SEEDS = (1, 2, 3)
 # Katas whose honest formulations differ in their rounding: each has at least three variants.
 PANEL_KATAS = ("adamw", "cross_entropy", "softmax", "layer_norm", "rms_norm", "rms_norm_backward",
-               "prefix_sum", "reduce")
+               "paged_decode", "prefix_sum", "reduce")
 
 
 def panel_cases(path: Path) -> list[str]:
