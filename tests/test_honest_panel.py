@@ -6,10 +6,11 @@ accumulation orders). A tolerance that fails one of them is a defect of the kata
 
 Each variant names the cases that separate the formulations (`# panel-cases: a, b`, the most
 telling first): on the interpreter it is graded on all of them under one seed and on the first
-two under two more seeds (a whole interpreter grade of a softmax variant takes minutes; every
-variant passed whole interpreter grades when it was written, except where the interpreter's
-time limit stops one program per row on a thousand rows, prefix_sum's many_tiny_rows; the
-thousand-row cases, rms_norm_backward's many_rows among them, are left to the GPU panel).
+two under two more seeds (a whole interpreter grade of a softmax variant takes minutes). When
+written, the adamw, cross_entropy, softmax and paged_decode variants passed whole interpreter
+grades, the others a wider set of cases than their panel's; the interpreter's time limit stops
+one program per row on a thousand rows (prefix_sum's many_tiny_rows, rms_norm_backward's
+many_rows), which only the GPU's whole grades cover.
 tests/gpu/test_gpu_honest_panel.py grades every checked case on a GPU.
 """
 
