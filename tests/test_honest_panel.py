@@ -10,7 +10,7 @@ two under two more seeds (a whole interpreter grade of a softmax variant takes m
 written, the adamw, cross_entropy, softmax and paged_decode variants passed whole interpreter
 grades, the others a wider set of cases than their panel's; the interpreter's time limit stops
 one program per row on a thousand rows (prefix_sum's many_tiny_rows, rms_norm_backward's
-many_rows), which only the GPU's whole grades cover.
+many_rows), so the panel leaves those cases out.
 tests/gpu/test_gpu_honest_panel.py grades every checked case on a GPU.
 """
 
