@@ -482,3 +482,70 @@ def test_bf16_rounding_is_not_called_one_factor_per_row_under_a_norm():
     got = (1.3 * truth).to(torch.bfloat16)  # scaled, then rounded: ratios vary by a bf16 step
     d = analyse(got, truth, mode="norm", rtol=0.1)
     assert d.code == "wrong_values" and "relative Frobenius error 0.3" in d.message
+
+
+# ---- near misses: errors of honest size are named as the effect, never a race ---------------------
+
+def test_a_constant_rounded_to_float32_is_a_near_miss():
+    # 1 - beta2 computed on the device from a float32 0.999: every element off by 1 - 1.3e-5.
+    truth = _rows(4, 50)
+    got = (truth * (1 - 1.29e-5)).float()
+    d = analyse(got, truth, atol=1e-30, rtol=2e-6)
+    assert d.code == "near_miss", d
+    assert "same factor" in d.message and "constant" in d.message and "host in float64" in d.advice
+
+
+def test_an_exponent_rounded_at_a_large_offset_is_a_near_miss():
+    # exp(x - lse) with lse rounded at |x| ~ 1000: each row off by its own ~|x| * 2^-24.
+    gen = torch.Generator().manual_seed(3)
+    x = -1000 + 4 * torch.randn(4, 300, generator=gen, dtype=torch.float64)
+    truth = torch.softmax(x, dim=1)
+    per_row = torch.tensor([1.1, -0.7, 0.9, -1.2], dtype=torch.float64)[:, None] * 1000 * 2.0 ** -24
+    got = (truth * (1 + per_row)).float()
+    d = analyse(got, truth, atol=1e-12, rtol=2e-5, inputs={"logits": x.float()})
+    assert d.code == "near_miss", d
+    assert "exp(x - lse)" in d.message and "subtract the row max" in d.advice
+
+
+def test_an_error_within_ten_times_the_allowance_names_what_it_models():
+    truth = _rows(3, 40)
+    allowance = torch.full_like(truth, 1e-6)
+    got = truth.clone()
+    got[1, ::7] += 4e-6 * torch.sign(torch.randn(6, generator=torch.Generator().manual_seed(1), dtype=torch.float64))
+    d = analyse(got.float(), truth, atol=1e-30, rtol=1e-7, allowance=allowance,
+                near_miss="constants computed on the device")
+    assert d.code == "near_miss" and "constants computed on the device" in d.message, d
+    # Beyond ten times the allowance (a planted bug's size), it is not a near miss.
+    got[1, ::7] = truth[1, ::7] + 5e-5
+    assert analyse(got.float(), truth, atol=1e-30, rtol=1e-7, allowance=allowance,
+                   near_miss="constants computed on the device").code != "near_miss"
+
+
+def test_the_allowance_widens_the_comparison():
+    from grader.judge.compare import compare_values
+    truth = _rows(2, 10)
+    got = (truth + 3e-6).float()
+    assert not compare_values(got, truth, "'x'", mode="allclose", atol=0, rtol=1e-7).ok
+    ok = compare_values(got, truth, "'x'", mode="allclose", atol=0, rtol=1e-7,
+                        allowance=torch.full_like(truth, 4e-6))
+    assert ok.ok, ok.message
+
+
+def test_a_near_miss_in_one_call_is_not_called_a_race(checker, tmp_path):
+    # The first call just outside the tolerance (a constant's rounding), the second inside.
+    first = (_truth(checker).double() * (1 + 5e-6)).float()
+    result = checker.check_case(PLANNED, _ran(tmp_path, first, _truth(checker, AGAIN)))
+    assert result["status"] == "fail" and result["cheat"] is None
+    found = result["diagnosis"]
+    assert found["code"] == "near_miss", found
+    assert "race" not in found["message"] + found["advice"]
+
+
+def test_a_small_input_dependent_error_is_not_called_a_race(checker, tmp_path):
+    # Scattered errors 3x the tolerance in one call, no honest pattern: input-dependent, no race.
+    first = _truth(checker).double()
+    first[::50] += 3e-6 * first[::50].abs().clamp_min(1)
+    result = checker.check_case(PLANNED, _ran(tmp_path, first.float(), _truth(checker, AGAIN)))
+    found = result["diagnosis"]
+    assert found["code"] == "input_dependent_error", found
+    assert "not the signature of a race" in found["message"] and "race" not in found["advice"]

@@ -396,6 +396,42 @@ def test_the_scale_judges_a_cancelling_sum_by_its_terms():
     assert not verdict["ok"] and "of the summed magnitude" in verdict["message"]
 
 
+def test_the_allowance_widens_each_element_and_names_its_near_miss():
+    import torch
+
+    from grader.judge.checker import Checker
+    raw = {raw["name"]: raw for raw in documented_examples()}["scan_example"]
+    raw = yaml.safe_load(yaml.safe_dump(raw))
+    raw["tasks"][0]["returns"] = [{"name": "out", "allowance": "slack",
+                                   "near_miss": "a constant rounded on the device"}]
+    task = parse_kata(raw, Path("katas/scan_example"), Path("r.py")).tasks[0]
+    assert task.outputs[0].allowance_fn == "slack" and task.outputs[0].near_miss
+    checker = Checker.__new__(Checker)
+    checker.device = "cpu"
+    x = torch.tensor([[1.0, 2.0, 3.0]])
+
+    class Spec:
+        @staticmethod
+        def slack(x):
+            return torch.full(x.shape, 1e-3, dtype=torch.float64)
+
+        @staticmethod
+        def reference(x):
+            return x.double().cumsum(-1)
+    checker.spec = Spec
+    truth = (x.double().cumsum(-1),)
+    inside = {"out": [truth[0].float() + 5e-4]}
+    assert checker.compare(task, {"x": x}, inside, "small", truth)["ok"]
+    near = {"out": [truth[0].float() + 3e-3]}
+    verdict = checker.compare(task, {"x": x}, near, "small", truth)
+    assert not verdict["ok"] and "allowance for honest rounding" in verdict["message"]
+    found = checker.diagnosis(task, {"x": x}, near, verdict, "float32")
+    assert found.code == "near_miss" and "a constant rounded on the device" in found.message, found
+    far = {"out": [truth[0].float() + torch.tensor([[0.0, 0.5, 0.0]])]}
+    verdict = checker.compare(task, {"x": x}, far, "small", truth)
+    assert checker.diagnosis(task, {"x": x}, far, verdict, "float32").code != "near_miss"
+
+
 def test_cost_expressions_refuse_calls_outside_the_safe_set():
     assert evaluate("sqrt(K) * 2", {"K": 16}) == 8.0
     with pytest.raises(CostExpressionError):
@@ -464,7 +500,9 @@ def test_a_bad_norm_tolerance_is_refused_when_the_kata_loads(compare, error):
 def test_a_norm_output_takes_no_tolerance_table_nor_scale():
     raw = {raw["name"]: raw for raw in documented_examples()}["newton_schulz_example"]
     for extra, error in (({"tolerance": {"bfloat16": {"atol": 0, "rtol": 0.1}}}, "not from `tolerance`"),
-                         ({"scale": "magnitude"}, "allclose outputs only")):
+                         ({"scale": "magnitude"}, "allclose outputs only"),
+                         ({"allowance": "slack"}, "allclose outputs only"),
+                         ({"allowance": "not a name"}, "must name a function")):
         bad = yaml.safe_load(yaml.safe_dump(raw))
         bad["tasks"][0]["returns"][0].update(extra)
         with pytest.raises(KataFormatError, match=re.escape(error)):

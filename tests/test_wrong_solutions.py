@@ -54,6 +54,8 @@ def test_wrong_solution_fails_with_a_diagnosis_and_no_cheat(path, grade_interpre
     assert all(c.diagnosis for c in result.cases if c.status in ("fail", "error"))
     codes = [d["code"] for d in result.diagnoses]
     assert len(codes) == len(set(codes)), "each diagnosis is listed once per code"
+    # A planted bug errs far beyond the honest-error envelope: never excused as rounding.
+    assert "near_miss" not in codes, result.diagnoses
     assert all(d["count"] >= 1 and d["message"] and d["advice"] for d in result.diagnoses)
     wanted = expected_diagnoses(path)
     if wanted and not set(wanted) & set(codes):  # named on a later case than the one that stopped it

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import random
 import sys
 from pathlib import Path
@@ -28,7 +29,7 @@ from grader.judge import diagnose, handover
 from grader.judge.compare import compare_values
 from grader.judge.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
 from grader.judge.properties import judge as judge_property
-from grader.judge.value_diagnosis import analyse
+from grader.judge.value_diagnosis import NEAR_MISS, analyse, excess
 from grader.kata.format import Kata, load_kata
 from grader.profiling import run_maybe_profiled
 from grader.timing.perturb import Replay, tensors
@@ -67,7 +68,7 @@ class Checker:
             return judge_property(self.spec, task, [(inputs, saved)], self.device, case)
         truth = truth if truth is not None else self._truth(task, inputs, rows)
         worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
-        for output, expected in zip(task.outputs, truth):
+        for o, (output, expected) in enumerate(zip(task.outputs, truth)):
             got_leaves = saved.get(output.name)
             exp_leaves = [t for _, t in flatten(expected, output.name)]
             if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
@@ -77,7 +78,8 @@ class Checker:
             dtype = output_dtype(output, inputs)
             tol = task.tolerance(str(dtype).removeprefix("torch."), output, case)
             scales = self._scales(output, inputs, len(exp_leaves), rows)
-            for i, (got, exp, scale) in enumerate(zip(got_leaves, exp_leaves, scales)):
+            allowances = self._scales(output, inputs, len(exp_leaves), rows, fn=output.allowance_fn)
+            for i, (got, exp, scale, allowance) in enumerate(zip(got_leaves, exp_leaves, scales, allowances)):
                 label = f"'{output.name}[{i}]'" if isinstance(expected, (list, tuple)) else f"'{output.name}'"
                 if rows is not None:  # _sampled_rows checked every leaf has the dim
                     got = got.index_select(task.timed_rows.dim, rows.to(got.device))
@@ -86,7 +88,8 @@ class Checker:
                     return dict(worst, ok=False, message=problem,
                                 diagnosis=diagnose.from_message(problem, "fail"))
                 cmp = compare_values(got.to(self.device), exp, label, mode=output.compare,
-                                     atol=tol.atol, rtol=tol.rtol, ulp=output.ulp, scale=scale)
+                                     atol=tol.atol, rtol=tol.rtol, ulp=output.ulp, scale=scale,
+                                     allowance=allowance)
                 for key in ("max_abs_err", "max_rel_err"):
                     value = getattr(cmp, key)
                     if value is not None and (worst[key] is None or value > worst[key]):
@@ -94,18 +97,47 @@ class Checker:
                 worst["mismatched"] += cmp.mismatched or 0
                 worst["total"] += cmp.total or 0
                 if not cmp.ok:
+                    far = rows is None and self._others_far(task, inputs, saved, truth, case, o, i)
                     return dict(worst, ok=False, message=cmp.message, max_abs_err=cmp.max_abs_err,
                                 max_rel_err=cmp.max_rel_err, mismatched=cmp.mismatched,
                                 total=cmp.total, mismatches=cmp.mismatches, values=True,
                                 leaf=dict(got=got.to(self.device), expected=exp, mode=output.compare,
-                                          atol=tol.atol, rtol=tol.rtol, ulp=output.ulp, scale=scale))
+                                          atol=tol.atol, rtol=tol.rtol, ulp=output.ulp, scale=scale,
+                                          allowance=allowance, near_miss=output.near_miss,
+                                          others_far=far))
         return dict(worst, ok=True, message="")
 
-    def _scales(self, output, inputs, n_leaves: int, rows=None) -> list:
-        """Each leaf's magnitude for rtol (the output's `scale` function), or None per leaf."""
-        if not output.scale_fn:
+    def _others_far(self, task, inputs, saved: dict, truth, case, output_at: int, leaf_at: int) -> bool:
+        """Is any tensor checked after the failing one (later leaves of its output, later outputs)
+        beyond NEAR_MISS times its allowed error? Then the failure is no near miss: a planted bug
+        can be small in one tensor (a param of one element) and far off in another (its moment)."""
+        for o, (output, expected) in enumerate(zip(task.outputs, truth)):
+            if o < output_at or output.compare != "allclose":
+                continue
+            exp_leaves = [t for _, t in flatten(expected, output.name)]
+            got_leaves = saved.get(output.name)
+            if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
+                return True
+            dtype = output_dtype(output, inputs)
+            tol = task.tolerance(str(dtype).removeprefix("torch."), output, case)
+            scales = self._scales(output, inputs, len(exp_leaves))
+            allowances = self._scales(output, inputs, len(exp_leaves), fn=output.allowance_fn)
+            for i, (got, exp, scale, allowance) in enumerate(zip(got_leaves, exp_leaves, scales, allowances)):
+                if o == output_at and i <= leaf_at:
+                    continue
+                if _structure(got, "", dtype, tuple(exp.shape)) is not None or excess(
+                        got.to(self.device), exp, atol=tol.atol, rtol=tol.rtol, scale=scale,
+                        allowance=allowance) > NEAR_MISS:
+                    return True
+        return False
+
+    def _scales(self, output, inputs, n_leaves: int, rows=None, fn: str | None = "") -> list:
+        """Each leaf's magnitude for rtol (the output's `scale` function), or None per leaf;
+        with fn=output.allowance_fn, each leaf's extra absolute allowance the same way."""
+        fn = output.scale_fn if fn == "" else fn
+        if not fn:
             return [None] * n_leaves
-        scale = getattr(self.spec, output.scale_fn)(**clone(inputs), **_at(rows))
+        scale = getattr(self.spec, fn)(**clone(inputs), **_at(rows))
         return [t for _, t in flatten(scale, output.name)]
 
     def downgraded(self, task, inputs, saved: dict) -> str | None:
@@ -143,7 +175,9 @@ class Checker:
                       if dtype == "float32" and leaf["got"].dtype == torch.float32 else None)
         return analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
                                 rtol=leaf["rtol"], ulp=leaf["ulp"], inputs=inputs,
-                                downgraded=downgraded, scale=leaf.get("scale"))
+                                downgraded=downgraded, scale=leaf.get("scale"),
+                                allowance=leaf.get("allowance"), near_miss=leaf.get("near_miss", ""),
+                                others_far=leaf.get("others_far", False))
 
     def check_case(self, planned: dict, worker_result: dict) -> dict:
         """The case's result: the worker's structural verdict, then the values."""
@@ -163,9 +197,8 @@ class Checker:
         if not verdict["ok"]:
             found = self.diagnosis(task, inputs, first, verdict, dtype)
             if verdict.get("values") and self.compare(task, again_inputs, again, planned["case"])["ok"]:
-                found = diagnose.Diagnosis("input_dependent_error", (
-                    "the first call failed but the second, on other values in the same buffers, "
-                    f"passed; on the first: {found.message}"))
+                found = _one_call_failed(found, verdict, "the first call failed but the second, on "
+                                         "other values in the same buffers, passed", "first")
             return _fail(result, verdict, _with(verdict["message"], found), found)
         # A bench case of a timed_rows task is verified whole once, on the first call; its second
         # call, on fresh inputs, at sampled rows (and whole if that fails, for the message).
@@ -179,9 +212,8 @@ class Checker:
                              "first call's result bit for bit: results are cached across calls "
                              "(keyed on the pointer, the shape or the contents)", cheat="cached_results")
             found = self.diagnosis(task, again_inputs, again, verdict_again, dtype)
-            found = diagnose.Diagnosis("input_dependent_error", (
-                "the first call passed but the second, on other values in the same buffers, "
-                f"failed; on the second: {found.message}"))
+            found = _one_call_failed(found, verdict_again, "the first call passed but the second, "
+                                     "on other values in the same buffers, failed", "second")
             return _fail(result, verdict_again, _with(verdict_again["message"], found), found)
         result.update(status="pass", message="", **{k: verdict[k] for k in
                                                     ("max_abs_err", "max_rel_err", "mismatched", "total")})
@@ -377,6 +409,29 @@ def _fail(result: dict, verdict: dict, message: str, found: diagnose.Diagnosis |
         result[key] = verdict.get(key)
     result["mismatches"] = verdict.get("mismatches", [])
     return result
+
+
+def _one_call_failed(found: diagnose.Diagnosis, verdict: dict, what: str,
+                     which: str) -> diagnose.Diagnosis:
+    """One checked call of two failed. A near miss (an error of the size rounding produces) keeps
+    its name: a draw that lands just outside the tolerance is not a race. Otherwise the error
+    depends on the input values; a race is only one candidate among them, and with errors within
+    NEAR_MISS times the tolerance it is not suggested at all."""
+    if found.code == "near_miss":
+        return diagnose.Diagnosis("near_miss", f"{found.message}; {what}, so the draw decides how "
+                                  "far the rounding goes", found.advice)
+    leaf = verdict.get("leaf") or {}
+    times = (excess(leaf["got"], leaf["expected"], atol=leaf["atol"], rtol=leaf["rtol"],
+                    scale=leaf.get("scale"), allowance=leaf.get("allowance"))
+             if leaf.get("mode") == "allclose" and not leaf.get("others_far") else math.inf)
+    if times <= NEAR_MISS:
+        return diagnose.Diagnosis("input_dependent_error", (
+            f"{what}; on the {which}: {found.message}. Every error is within {times:.2g}x of the "
+            "tolerance: a small error that depends on the values (rounding, or a term slightly off), "
+            "not the signature of a race (a race gives different results for the same inputs)"),
+            "look at the formula's rounding and its small terms: constants computed in float32 on "
+            "the device, an exponential of a large offset, eps, a bias correction")
+    return diagnose.Diagnosis("input_dependent_error", f"{what}; on the {which}: {found.message}")
 
 
 def _same_outputs(a: dict, b: dict) -> bool:

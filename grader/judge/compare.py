@@ -4,6 +4,10 @@ Semantics follow torch.testing.assert_close: |got - expected| <= atol + rtol * |
 elementwise, with the ground truth in float64. Stricter than assert_close in one way: a NaN or
 inf never passes where the ground truth is finite.
 
+An output may carry a per-element `allowance` (kata.yaml's `allowance: FN`, computed by the
+kata's spec from the honest formulations' error analysis): the rule becomes |got - expected| <=
+atol + rtol * |expected| + allowance, for math that amplifies rounding where rtol cannot say so.
+
 Mode `norm` judges the whole tensor instead: ||got - expected||_F <= atol + rtol * ||expected||_F
 in float64 (kata.yaml's `compare: {norm: TOL}` gives rtol = TOL, atol = 0), for outputs whose
 elements carry no individual meaning after many low-precision steps (an iterated bf16 matrix
@@ -62,9 +66,11 @@ def _slices(total: int):
 
 def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mode: str,
                    atol: float = 0.0, rtol: float = 0.0, ulp: int = 0,
-                   scale: torch.Tensor | None = None) -> Comparison:
+                   scale: torch.Tensor | None = None,
+                   allowance: torch.Tensor | None = None) -> Comparison:
     """Compare values of a tensor that already passed check_tensor_type. scale: each element's
-    magnitude for rtol (allclose), in place of |expected|. Large outputs are compared a slice
+    magnitude for rtol (allclose), in place of |expected|; allowance: each element's extra
+    absolute allowance (allclose). Large outputs are compared a slice
     at a time (a 1e9-element gradient would need tens of GB of float64 temporaries at once)."""
     got = got.detach()
     expected = expected.detach().to(got.device)
@@ -75,12 +81,14 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
         return _compare_norm(got, expected, label, atol, rtol)
     flat_got, flat_exp = got.reshape(-1), expected.reshape(-1)
     flat_scale = None if scale is None else scale.to(got.device).expand_as(expected).reshape(-1)
+    flat_allow = None if allowance is None else allowance.to(got.device).expand_as(expected).reshape(-1)
     max_abs = max_rel = None
     n_bad, mismatches = 0, []
     nan_bad = inf_bad = 0
     for start, part in _slices(total):
         close, g, e, diff = close_mask(flat_got[part], flat_exp[part], mode=mode, atol=atol, rtol=rtol,
-                                       ulp=ulp, scale=None if flat_scale is None else flat_scale[part])
+                                       ulp=ulp, scale=None if flat_scale is None else flat_scale[part],
+                                       allowance=None if flat_allow is None else flat_allow[part])
         finite = torch.isfinite(diff)
         if not bool(finite.all()):
             max_abs = float("inf")
@@ -107,13 +115,15 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
     if n_bad:
         result.mismatches = mismatches
         result.message = _mismatch_message(label, n_bad, total, mode, atol, rtol, ulp, nan_bad,
-                                           inf_bad, scaled=scale is not None)
+                                           inf_bad, scaled=scale is not None,
+                                           allowed=allowance is not None)
     return result
 
 
 def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: float = 0.0,
                rtol: float = 0.0, ulp: int = 0,
-               scale: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+               scale: torch.Tensor | None = None,
+               allowance: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
     """(close, got, expected, |got - expected|), elementwise, the last three as float64: the
     rule compare_values applies, for callers that need to know which elements failed."""
     expected = expected.to(got.device)
@@ -123,7 +133,10 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
         diff = (g - e).abs()
         finite_e = torch.isfinite(e)
         magnitude = e.abs() if scale is None else scale.to(g.device, torch.float64).abs().expand_as(e)
-        close = torch.where(finite_e, (diff <= atol + rtol * magnitude) & torch.isfinite(g), g == e)
+        bound = atol + rtol * magnitude
+        if allowance is not None:
+            bound = bound + allowance.to(g.device, torch.float64).abs().expand_as(e)
+        close = torch.where(finite_e, (diff <= bound) & torch.isfinite(g), g == e)
     elif mode == "exact":
         e_rounded = expected.to(got.dtype)
         close = _bits(got) == _bits(e_rounded)
@@ -236,9 +249,12 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
 
 
 def _mismatch_message(label, n_bad, total, mode, atol, rtol, ulp, nan_bad, inf_bad,
-                      scaled=False) -> str:
+                      scaled=False, allowed=False) -> str:
     pct = 100.0 * n_bad / total
     of = " of the summed magnitude" if scaled else ""
+    if allowed:
+        of += ", plus the kata's allowance for honest rounding"
+
     rule = {"allclose": f"atol={atol:g}, rtol={rtol:g}{of}", "exact": "exact match",
             "ulp": f"within {ulp} ULP"}[mode]
     msg = f"{label}: {n_bad} of {total} elements ({pct:.3g}%) out of tolerance ({rule})"

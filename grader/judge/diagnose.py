@@ -83,6 +83,9 @@ ADVICE = {
                      ".to(tl.float32) and keep intermediates and accumulators in float32",
     "property_failed": "the kata's property check says what is wrong (a random output has no "
                        "single right answer, so it is judged by its properties)",
+    "near_miss": "the error is of the size rounding produces, not a logic bug's: compute constants "
+                 "on the host in float64 and pass them in, subtract the max before an exponential, "
+                 "sum long reductions in blocks of float32 partials",
     "wrong_values": "compare your kernel with the reference on this case (its name says what "
                     "it tests); the first mismatches are listed in the report",
     "input_dependent_error": "the error depends on the input values: a numerical edge case one "

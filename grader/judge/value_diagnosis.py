@@ -20,19 +20,28 @@ LARGE_INPUT = 50.0  # |x| from which exp (and, summed, squares in float16) start
 SCALE_SPREAD = 1e-3  # a factor is "the same" across a row when it varies less than this (relative)
 NO_FACTOR = 1e-6  # a row "off by a factor" closer to 1 than this (and than rtol) is not called one
 LISTED_ROWS = 5
+# A near miss: every wrong element within this many times its allowed error. Only an error of
+# that size, with the pattern of a known honest-formulation effect, is named as that effect.
+NEAR_MISS = 10.0
+UNIT = 2.0 ** -24  # float32's unit roundoff
+LARGE_OFFSET = 100.0  # |x| from which an exponent rounded at |x| costs more than float32's rtol
 
 
 def analyse(got: torch.Tensor, expected: torch.Tensor, *, mode: str = "allclose",
             atol: float = 0.0, rtol: float = 0.0, ulp: int = 0, inputs: dict | None = None,
             downgraded: Callable[[], str | None] | None = None,
-            scale: torch.Tensor | None = None) -> Diagnosis:
+            scale: torch.Tensor | None = None, allowance: torch.Tensor | None = None,
+            near_miss: str = "", others_far: bool = False) -> Diagnosis:
     """What a failing output shows, next to its ground truth (same shape and dtype as asked).
 
     inputs: the case's inputs (tensors of the output's shape give each row's magnitude);
-    downgraded: called to ask whether a float32 result was computed in a lower precision.
+    downgraded: called to ask whether a float32 result was computed in a lower precision;
+    allowance, near_miss: the output's extra allowance for honest rounding and what it models;
+    others_far: other tensors of the same output are far outside the tolerance (no near miss).
     """
     got, expected = got.detach(), expected.detach().to(got.device)
-    close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp, scale=scale)
+    close, g, e, diff = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, ulp=ulp, scale=scale,
+                                   allowance=allowance)
     n = got.numel()
     cols = got.shape[-1] if got.dim() >= 1 and got.shape[-1] else 1
     rows = max(1, n // cols)
@@ -62,6 +71,21 @@ def analyse(got: torch.Tensor, expected: torch.Tensor, *, mode: str = "allclose"
         if low:
             return Diagnosis("low_precision", f"the float32 results match a {low} computation "
                              "far better than the float32 truth")
+    if mode == "allclose" and not others_far:
+        times = excess(got, expected, atol=atol, rtol=rtol, scale=scale, allowance=allowance)
+        size = (e.abs() if scale is None else
+                scale.to(g.device, torch.float64).abs().expand_as(expected).reshape(rows, cols))
+        near = times <= NEAR_MISS and _near_miss(wrong, g, e, diff.reshape(rows, cols), times,
+                                                 size, magnitude)
+        if near:
+            return near
+        if near_miss and allowance is not None and times <= NEAR_MISS:
+            widened = close_mask(got, expected, mode=mode, atol=atol, rtol=rtol, scale=scale,
+                                 allowance=allowance.double() * NEAR_MISS)[0]
+            if bool(widened.all()):
+                return Diagnosis("near_miss", (
+                    f"{n_wrong} of {n} elements are just outside the tolerance ({times:.2g}x the "
+                    f"allowed error), within {NEAR_MISS:g}x of the kata's allowance for {near_miss}"))
     inf_w = torch.isinf(g) & finite_e & wrong
     return (_zeros(wrong, zero_w, shape) or _non_finite(wrong, inf_w, nan_w, shape)
             # A norm's rtol bounds the whole tensor, not each ratio: judge "one factor" strictly.
@@ -338,3 +362,61 @@ def _generic(wrong, diff, e, atol: float, s: _Shape) -> Diagnosis:
     worst = f"; the largest error is {float(finite.max()):.3g}" if finite.numel() else ""
     return Diagnosis("wrong_values", f"{n_wrong} of {s.n} elements are out of tolerance"
                      f"{_rows_note(wrong, s)}{worst}")
+
+
+def excess(got: torch.Tensor, expected: torch.Tensor, *, atol: float = 0.0, rtol: float = 0.0,
+           scale: torch.Tensor | None = None, allowance: torch.Tensor | None = None) -> float:
+    """The worst element's error in units of its allowed error (allclose): <= 1 passes, a few is
+    a near miss, inf for NaN or inf where the truth is finite."""
+    g, e = got.detach().double(), expected.detach().to(got.device).double()
+    finite = torch.isfinite(e)
+    if not bool(finite.any()):
+        return 0.0
+    diff = (g - e).abs()[finite]
+    magnitude = (e.abs() if scale is None else scale.to(g.device, torch.float64).abs().expand_as(e))[finite]
+    bound = atol + rtol * magnitude
+    if allowance is not None:
+        bound = bound + allowance.to(g.device, torch.float64).abs().expand_as(e)[finite]
+    if not bool(torch.isfinite(diff).all()):
+        return math.inf
+    over = diff[diff > bound]
+    if not over.numel():
+        return float((diff / bound.clamp_min(1e-300)).max()) if diff.numel() else 0.0
+    return float((over / bound[diff > bound].clamp_min(1e-300)).max())
+
+
+def _near_miss(wrong, g, e, diff, times: float, size, magnitude) -> Diagnosis | None:
+    """Errors just outside the tolerance with the pattern of a known honest-formulation effect:
+    an exponent rounded at a large offset (errors only in rows of large |x|, about |x| * 2^-24
+    of the values: checked first, since a row's rounded lse is also one factor per row), or a
+    constant rounded to float32 (every wrong element off by one factor near 1)."""
+    valid = wrong & torch.isfinite(g) & (e != 0)
+    if not bool(valid.any()) or int(valid.sum()) != int(wrong.sum()):
+        return None
+    if magnitude is not None:
+        rows = wrong.any(dim=1)
+        mags = magnitude.to(g.device)[rows]
+        if bool((mags >= LARGE_OFFSET).all()):
+            per_row = mags[:, None] * UNIT * size[rows]
+            units = float((diff[rows][wrong[rows]] / per_row[wrong[rows]].clamp_min(1e-300)).max())
+            if units <= 32:
+                top = float(mags.max())
+                return Diagnosis("near_miss", (
+                    f"the errors are just outside the tolerance ({times:.2g}x the allowed error) and "
+                    f"only in rows whose inputs reach |x| = {top:.4g}, about {units:.2g} x |x| x 2^-24 "
+                    f"of the values: exp(x - lse) at |x| ~ {top:.3g} loses ~{top * UNIT * 1.0:.1g} "
+                    "in float32 (an exponent rounded at the offset's size, in base e or 2)"),
+                    "subtract the row max before the exponential: exp(x - m) / sum(exp(x - m)) keeps "
+                    "the exponent at the size of x - m, not of x")
+    ratio = (g / torch.where(e != 0, e, torch.ones_like(e)))[valid]
+    lo, hi = float(ratio.min()), float(ratio.max())
+    off = (lo - 1.0) if lo > 1.0 else (hi - 1.0) if hi < 1.0 else 0.0
+    if off and int(valid.sum()) >= 2 and hi - lo <= max(8 * UNIT, 0.05 * abs(off)) and abs(off) < 1e-3:
+        return Diagnosis("near_miss", (
+            f"every wrong element is off by the same factor, got / expected = 1 {'+' if off > 0 else '-'} "
+            f"{abs(off):.2g}, just outside the tolerance ({times:.2g}x the allowed error): the "
+            "float32 rounding of a constant, such as 1 - beta2 computed on the device from a float32 "
+            "beta2 = 0.999 (off by 1.3e-5 relative)"),
+            "compute such constants on the host in float64 and pass them in: Triton passes Python "
+            "floats as float32, so 1 - beta computed in the kernel is rounded at 1, not at its own size")
+    return None

@@ -93,6 +93,15 @@ class OutputSpec:
     # (the bound of any summation order's rounding error), so a result that cancels to near 0 is
     # still judged by the size of what was summed.
     scale_fn: str | None = None
+    # spec.py function giving each element's extra absolute allowance, added to the rule:
+    # |got - expected| <= atol + rtol * scale + allowance. For math that amplifies rounding in
+    # a way rtol cannot express (a constant 1 - beta rounded to float32 on the device, exp of an
+    # offset |x| ~ 1000): the spec derives it from the honest formulations' error analysis.
+    allowance_fn: str | None = None
+    # What the allowance models, in a phrase ("a constant such as 1 - beta2 computed on the
+    # device in float32: compute it on the host in float64 and pass it in"): a failure within
+    # NEAR_MISS times the allowance is named as that effect (a near miss), not a bug.
+    near_miss: str = ""
 
 
 @dataclass(frozen=True)
@@ -284,8 +293,14 @@ def _parse_output(raw: Any, args: tuple[str, ...], inplace: bool, where: str) ->
         raise KataFormatError(f"{where}, output '{name}': scale must name a function in spec.py")
     if scale_fn is not None and compare != "allclose":
         raise KataFormatError(f"{where}, output '{name}': scale applies to allclose outputs only")
+    allowance_fn = raw.get("allowance")
+    if allowance_fn is not None and (not isinstance(allowance_fn, str) or not allowance_fn.isidentifier()):
+        raise KataFormatError(f"{where}, output '{name}': allowance must name a function in spec.py")
+    if allowance_fn is not None and compare != "allclose":
+        raise KataFormatError(f"{where}, output '{name}': allowance applies to allclose outputs only")
     return OutputSpec(name=name, dtype=dtype, compare=compare, ulp=ulp, inplace=inplace,
-                      tolerances=tolerances, scale_fn=scale_fn, norm=norm)
+                      tolerances=tolerances, scale_fn=scale_fn, norm=norm, allowance_fn=allowance_fn,
+                      near_miss=str(raw.get("near_miss") or "").strip())
 
 
 def _parse_tolerances(raw: Any, where: str) -> dict[str, Tolerance]:

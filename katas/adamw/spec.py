@@ -103,9 +103,24 @@ def _slabs(*tensors):
         yield start, [f[start:start + SLAB].double() for f in flat]
 
 
+# float32's unit roundoff: the allowances below count roundings in these units.
+UNIT = 2.0 ** -24
+
+
+def _device_constant_error(beta, step):
+    """The relative error of 1 - beta ** step computed on the device in float32, from a float32
+    beta (Triton passes Python floats as float32): beta ** step is off by step * 2^-25 relative
+    from beta's own rounding, plus ~2 units for a float32 pow (or exp(step * log(beta))), and the
+    subtraction from 1 amplifies that by beta ** step / (1 - beta ** step), the condition number
+    of 1 - x. At step 1 with beta2 = 0.999: ~2500 units, 1.5e-4."""
+    power = beta ** step
+    return UNIT * (step / 2 + 2) * power / (1.0 - power)
+
+
 def _terms(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay):
     """torch.optim.AdamW's step in float64, on one slab. Returns the new param, exp_avg and
-    exp_avg_sq, and the magnitudes of the terms each is summed from (for the tolerance)."""
+    exp_avg_sq, the magnitudes of the terms each is summed from (for the tolerance), and the
+    allowances for constants computed on the device (param, exp_avg, exp_avg_sq)."""
     bc1 = 1.0 - beta1 ** step
     bc2 = 1.0 - beta2 ** step
     decayed = p * (1.0 - lr * weight_decay)            # decoupled weight decay, first
@@ -117,16 +132,31 @@ def _terms(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay):
     p_new = decayed - step_size * m_new / denom
     # A correct float32 kernel errs by a few roundings of each term: of the decayed weight, and
     # of the update computed from m's terms (m itself may cancel to near 0).
-    p_scale = decayed.abs() + step_size * m_terms / denom
-    return p_new, m_new, v_new, p_scale, m_terms
+    update = step_size * m_terms / denom
+    p_scale = decayed.abs() + update
+    # Honest kernels compute 1 - beta1 and 1 - beta2 on the device from float32 betas: off by up
+    # to 2^-25 absolute (beta in [0.5, 1)), so the terms (1 - beta1) g and (1 - beta2) g^2 are off
+    # by 2^-25 |g| and 2^-25 g^2: 1.3e-5 of the new exp_avg_sq on a first step with beta2 = 0.999,
+    # six times rtol. Allowed with 2x room. And the bias corrections on the device (see
+    # _device_constant_error); the update inherits m's error, half of v's and v_hat's (through
+    # the square root) and all of the first correction's.
+    m_allow = UNIT * g.abs()
+    v_allow = UNIT * g * g
+    m_rel = torch.where(m_terms > 0, m_allow / m_terms, torch.zeros_like(m_terms))
+    v_rel = torch.where(v_new > 0, v_allow / v_new, torch.zeros_like(v_new))
+    rel = (m_rel + v_rel / 2 + _device_constant_error(beta1, step)
+           + _device_constant_error(beta2, step) / 2)
+    p_allow = 2 * update * rel
+    return p_new, m_new, v_new, p_scale, m_terms, p_allow, m_allow, v_allow
 
 
-def _per_tensor(inputs, pick):
-    """For each tensor of the lists, a float64 result assembled slab by slab from _terms."""
+def _per_tensor(inputs, pick, dtype=torch.float64):
+    """For each tensor of the lists, a float64 result assembled slab by slab from _terms (an
+    allowance in float32: its own rounding does not matter, and the checker holds less)."""
     scalars = {k: inputs[k] for k in ("step", "lr", "beta1", "beta2", "eps", "weight_decay")}
     out = []
     for p, g, m, v in zip(inputs["params"], inputs["grads"], inputs["exp_avgs"], inputs["exp_avg_sqs"]):
-        results = [torch.empty(p.shape, dtype=torch.float64, device=p.device) for _ in pick]
+        results = [torch.empty(p.shape, dtype=dtype, device=p.device) for _ in pick]
         flat = [r.view(-1) for r in results]
         for start, (ps, gs, ms, vs) in _slabs(p, g, m, v):
             terms = _terms(ps, gs, ms, vs, **scalars)
@@ -145,6 +175,21 @@ def reference(**inputs):
 def param_scale(**inputs):
     """|decayed param| + step_size * (beta1 |m| + (1 - beta1) |g|) / denom, per element."""
     return [r[0] for r in _per_tensor(inputs, (3,))]
+
+
+def param_allowance(**inputs):
+    """The param's extra allowance for constants computed on the device (_terms)."""
+    return [r[0] for r in _per_tensor(inputs, (5,), torch.float32)]
+
+
+def exp_avg_allowance(**inputs):
+    """2^-24 |g|: the term (1 - beta1) g with 1 - beta1 computed from a float32 beta1."""
+    return [r[0] for r in _per_tensor(inputs, (6,), torch.float32)]
+
+
+def exp_avg_sq_allowance(**inputs):
+    """2^-24 g^2: the term (1 - beta2) g^2 with 1 - beta2 computed from a float32 beta2."""
+    return [r[0] for r in _per_tensor(inputs, (7,), torch.float32)]
 
 
 def exp_avg_scale(**inputs):

@@ -4,6 +4,7 @@ The decay is added to the gradient, g + weight_decay * p, so it goes through the
 is divided by sqrt(v) like the gradient. AdamW decays the weight itself, p * (1 - lr * wd),
 before the Adam update, and the moments never see it.
 """
+# expect-fail: large_weight_decay
 # expect-fail: first_step
 
 import triton
