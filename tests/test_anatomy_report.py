@@ -81,8 +81,10 @@ def test_a_grade_with_no_ceilings_or_no_timed_case_has_a_note_not_a_plot():
     assert roofline_plot.roofline(slow).note == "no roofline plot: no case was timed"
 
 
-def test_the_terminal_shows_the_top_advice_in_two_lines_and_names_the_rest():
+def test_the_terminal_shows_the_top_advice_in_two_lines_and_names_the_rest(monkeypatch):
     from grader.cli.main import format_result
+
+    monkeypatch.setenv("COLUMNS", "250")  # wide enough that no line of the advice wraps
 
     text = click.unstyle(format_result(anatomy_grade()))
     advice = text.split("how to be faster:")[1].strip().splitlines()

@@ -33,8 +33,9 @@ def test_list_shows_the_catalogue():
     assert "difficulty" in result.output and "min" in result.output
 
 
-def test_list_filters_by_track():
+def test_list_filters_by_track(monkeypatch):
     from grader.kata.catalog import kata_dirs
+    monkeypatch.setenv("COLUMNS", "200")  # the track's description on one line
     from grader.kata.tracks import load_tracks
     fundamentals = load_tracks(kata_dirs())["fundamentals"]
     result = invoke("list", "--track", "fundamentals")

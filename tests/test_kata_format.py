@@ -4,6 +4,7 @@ what the first three katas do not (tasks x2, scalars, in-place lists, two output
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -222,8 +223,13 @@ def test_fixture_kata_reference_passes_every_task(fixture_katas):
     ("toy_multi_one_output.py", "row_max must return 2 values (values, indices)"),
     ("toy_multi_int32_indices.py", "'indices' has dtype int32, expected int64"),
 ])
-def test_fixture_kata_catches_format_level_bugs(fixture_katas, wrong, message):
-    result = _grade_fixture(FIXTURES / "wrong" / wrong)
+def test_fixture_kata_catches_format_level_bugs(fixture_katas, wrong, message, tmp_path):
+    # The wrong files borrow the fixture's reference kernels; the sandbox keeps a kata root's
+    # reference/ out of the worker's reach, so the kernels travel beside the file, as a
+    # learner's own helper module would.
+    shutil.copyfile(FIXTURES / "reference" / "toy_multi.py", tmp_path / "toy_multi.py")
+    shutil.copyfile(FIXTURES / "wrong" / wrong, tmp_path / wrong)
+    result = _grade_fixture(tmp_path / wrong)
     assert result.status == "fail"
     assert message in result.message
 
