@@ -301,3 +301,16 @@ def test_a_compiler_installed_outside_usr_stays_readable(tmp_path, monkeypatch):
     assert prefix in compiler_paths()
     monkeypatch.setenv("HOME", str(prefix / "bin"))  # never the home folder or above it
     assert compiler_paths() == []
+
+
+def test_every_installed_copy_of_the_references_is_refused(tmp_path, monkeypatch):
+    # CI: a checkout's worker walked sys.path to the copy `pip install .` had put in
+    # site-packages, and borrowed the reference from there.
+    from grader.sandbox.readable import refused_inside_the_grader
+
+    site = tmp_path / "site-packages"
+    (site / "grader" / "reference").mkdir(parents=True)
+    (site / "grader" / "katas").mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    hard, _ = refused_inside_the_grader()
+    assert site / "grader" / "reference" in hard and site / "grader" / "katas" in hard

@@ -71,6 +71,12 @@ def refused_inside_the_grader() -> tuple[list[Path], list[Path]]:
     hard = []
     for root in kata_roots():
         hard += [root / "reference", root / "katas"]
+    # Every other installation of the grader on the import path too: a checkout's worker can
+    # walk sys.path to the copy `pip install .` put in site-packages (CI found that door open).
+    for entry in sys.path:
+        installed = Path(entry or ".") / "grader"
+        if os.path.isabs(entry) and (installed / "reference").is_dir():
+            hard += [installed / "reference", installed / "katas"]
     soft = [data_root()] if data_root() != package_dir() else []
     return [p.resolve() for p in hard], [p.resolve() for p in soft]
 
