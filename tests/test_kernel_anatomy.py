@@ -133,6 +133,43 @@ def test_the_launch_recorder_sees_kernel_and_grid_and_puts_triton_back(monkeypat
     assert JITFunction.run is fake_run
 
 
+def test_the_launch_recorder_sees_a_compiled_kernel_launched_without_jit_function_run(monkeypatch):
+    """A kernel compiled by .warmup() (or kept in a library's cache) and launched as
+    kernel[grid](...) never goes through JITFunction.run: the recorder sees it at the driver's
+    launcher, with its compiled kernel; a launch through JITFunction.run is seen once."""
+    from triton.compiler.compiler import CompiledKernel
+    from triton.runtime.jit import JITFunction
+
+    class Launcher:  # a driver's launcher: (gridX, gridY, gridZ, stream, function, ...)
+        calls = 0
+
+        def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+            type(self).calls += 1
+
+    monkeypatch.setattr(anatomy, "_launcher_classes", lambda: [Launcher])
+    kernel = object.__new__(CompiledKernel)  # as .warmup() returns it, already loaded
+    facts = FakeKernel("warm_kernel", warps=2, regs=40)
+    kernel.__dict__.update(vars(facts), _run=Launcher(), module=object(), _module_pid=None, function=1, src=None,
+                           packed_metadata=())
+    original_call = Launcher.__call__
+
+    def fake_run(self, *args, grid, warmup, **kwargs):  # Triton's: the kernel's launcher called
+        kernel.run(*grid, 0, kernel.function, kernel.packed_metadata, None, None, None, *args)
+        return kernel
+
+    monkeypatch.setattr(JITFunction, "run", fake_run)
+    with anatomy.recording_launches() as seen:
+        kernel[(6, 2, 1)](1.0, stream=0)
+        JITFunction.run(object(), grid=(3,), warmup=False)
+    assert Launcher.calls == 2
+    assert seen == [(kernel, (6, 2, 1)), (kernel, (3,))]
+    assert anatomy.kernel_facts(*seen[0])["grid"] == [6, 2, 1]
+    assert anatomy.kernel_facts(*seen[0])["registers"] == 40
+    # Everything put back as it was.
+    assert Launcher.__call__ is original_call and JITFunction.run is fake_run
+    assert isinstance(CompiledKernel.__dict__["run"], property) and kernel.run is kernel._run
+
+
 def test_profile_call_never_raises(monkeypatch):
     # No GPU here: the profiled call fails, and that is an anatomy with an error, not a crash.
     assert set(anatomy.profile_call(lambda: None, ())) == {"error"}
