@@ -302,3 +302,34 @@ def test_the_interpreters_case_cap_tells_a_slow_kernel_from_a_hang(tmp_path):
     assert hung.status == "error" and [d["code"] for d in hung.diagnoses] == ["time_limit"]
     assert "ran for more than 3 s" in hung.message and "program 1 of the 4" in hung.message
     assert "looks like a hang" in hung.message and "slow, not hung" not in hung.message
+
+
+def test_a_compiled_kernel_launched_without_jit_function_run_is_counted_once(recorder, monkeypatch):
+    """A kernel from .warmup() launched as kernel[grid](...) (or a library's cache of compiled
+    kernels) reaches only the driver's launcher: the record counts it there, so a slow chain of
+    such launches is not taken for a hang ("nothing had been launched for N s")."""
+    rec, path = recorder
+    monkeypatch.setattr(progress, "record", rec)
+    monkeypatch.setattr(progress, "_installed", [])  # what this test wraps is put back by hand
+
+    class Launcher:  # (gridX, gridY, gridZ, stream, function, packed metadata, launch metadata, ...)
+        def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+            return None
+
+    class Metadata:  # triton 3.9's LazyDict
+        data = {"name": "warm_kernel"}
+
+    original = Launcher.__call__
+    progress.count_compiled_launches(Launcher)
+    rec.begin(progress.CALL)
+    Launcher()(4, 1, 1, 0, 1, (), Metadata(), None, None, 1.0)
+    snap = progress.read(path)
+    assert (snap.launches, snap.name) == (1, "warm_kernel")
+    # Through JITFunction.run (its wrapper's count is on): the launch below it is not counted again.
+    progress._inside_run[0] += 1
+    try:
+        Launcher()(4, 1, 1, 0, 1, (), None, None, None)
+    finally:
+        progress._inside_run[0] -= 1
+    assert progress.read(path).launches == 1
+    Launcher.__call__ = original
