@@ -449,3 +449,17 @@ def test_profile_call_end_to_end_on_a_fake_gpu(monkeypatch, tmp_path: Path):
     kernel_anatomy.attach(case, json.loads(json.dumps(found)), CEILINGS, "gpu", copied)
     assert set(case.anatomy["files"]) == {"trace", "ttir", "ptx"}
     assert Path(case.anatomy["files"]["ptx"]).read_text() == "// ptx"
+
+
+def test_a_call_too_slow_to_profile_within_the_timing_limit_is_not_profiled():
+    """Slow is not hung: a kernel of 15 s a call is timed at the floor (three calls, about 45 s of
+    its 60 s limit); one more profiled call, or two, would take it past the limit and lose the
+    grade's remaining cases to a time-limit error. The anatomy, advice only, steps aside."""
+    assert anatomy.fits(5.0, 0.2, 60.0) and anatomy.fits(1000.0, 10.0, 60.0)
+    assert not anatomy.fits(15_000.0, 45.0, 60.0)
+    assert not anatomy.fits(2_500.0, 7.5, 10.0)  # --timeout 10, a kernel of 2.5 s a call
+    assert anatomy.fits(15_000.0, 45.0, None)  # no limit known: as before
+    raw = json.loads(json.dumps(anatomy.not_profiled(15_000.0, 60.0)))
+    case = timed_case(raw)
+    assert case.anatomy == {"note": raw["skipped"]} and case.kernels is None
+    assert "15 s" in raw["skipped"] and "60 s" in raw["skipped"]

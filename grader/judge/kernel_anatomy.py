@@ -59,6 +59,8 @@ def sanitize(raw) -> dict | None:
         return None
     if "error" in raw:
         return {"error": str(raw["error"])[:300]}
+    if "skipped" in raw:  # a call too slow to profile within the timing's limit
+        return {"skipped": str(raw["skipped"])[:300]}
     kernels = []
     for k in raw.get("kernels") if isinstance(raw.get("kernels"), list) else []:
         if not isinstance(k, dict) or _name(k.get("name")) is None:
@@ -134,6 +136,9 @@ def attach(case, raw, ceilings: dict | None, mode: str, copied: dict | None = No
         return
     if "error" in found:
         case.anatomy = {"note": f"the profiled call failed: {found['error']}"}
+        return
+    if "skipped" in found:
+        case.anatomy = {"note": found["skipped"]}
         return
     limits = device_limits(found["device"])
     total_us = sum(k["gpu_us"] for k in found["kernels"])

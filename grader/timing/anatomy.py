@@ -227,6 +227,22 @@ def recording_launches():
             setattr(owner, name, original)
 
 
+def fits(call_ms, elapsed_s: float, limit_s: float | None) -> bool:
+    """Whether the profiled call fits in what is left of the case's timing limit (twice the call:
+    the profiler's first session in a process may see nothing, and the call is made again), a
+    quarter of the limit to spare. A slow kernel's timing is sized to fit its limit
+    (grader.timing.sizing); the anatomy is advice and must not take it past: slow is not hung."""
+    if limit_s is None or not isinstance(call_ms, (int, float)):
+        return True
+    return elapsed_s + 2 * call_ms / 1e3 <= 0.75 * limit_s
+
+
+def not_profiled(call_ms: float, limit_s: float) -> dict:
+    """The anatomy of a case whose call is too slow to profile within its timing limit."""
+    return {"skipped": f"not profiled: one call takes {call_ms / 1e3:.3g} s, and one more would not "
+                       f"fit in the timing's limit of {limit_s:.0f} s"}
+
+
 def profile_call(fn, args, dump_dir: Path | None = None, label: str = "case") -> dict:
     """One call of fn(*args) profiled (GPU only). Never raises: a failure becomes {"error": ...}.
     dump_dir: also write the call's Chrome trace and the longest Triton kernel's IR and PTX there
