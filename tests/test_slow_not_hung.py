@@ -333,3 +333,24 @@ def test_a_compiled_kernel_launched_without_jit_function_run_is_counted_once(rec
         progress._inside_run[0] -= 1
     assert progress.read(path).launches == 1
     Launcher.__call__ = original
+
+
+def test_in_the_worker_the_launch_count_sits_on_top_of_the_progress_record():
+    """The worker installs the progress record, then the launch count: on a GPU's launcher the
+    count's wrapper is on top (where integrity looks for it), the record's beneath, both reached."""
+    import subprocess
+    import sys
+
+    code = (
+        "from grader.sandbox import integrity, launches, progress\n"
+        "from triton.backends.nvidia.driver import CudaLauncher\n"
+        "progress.install(); launches.install()\n"
+        "snapshot = integrity.Snapshot()\n"
+        "assert launches.still_installed() and snapshot.changes() == []\n"
+        "below = CudaLauncher.__call__.__wrapped__\n"
+        "assert below.__qualname__.startswith('count_compiled_launches'), below.__qualname__\n"
+        "assert below.__wrapped__.__module__ == 'triton.backends.nvidia.driver'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
