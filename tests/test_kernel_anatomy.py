@@ -463,3 +463,21 @@ def test_a_call_too_slow_to_profile_within_the_timing_limit_is_not_profiled():
     case = timed_case(raw)
     assert case.anatomy == {"note": raw["skipped"]} and case.kernels is None
     assert "15 s" in raw["skipped"] and "60 s" in raw["skipped"]
+
+
+def test_the_profiler_s_own_log_lines_are_not_shown_as_the_submission_s_output(tmp_path: Path):
+    # Recent torch's Kineto writes these to stderr (the submission's output file) for every
+    # profiled call, whatever KINETO_LOG_LEVEL says: they were shown as "output of the submission".
+    from grader.grading import runner
+
+    path = tmp_path / "output.txt"
+    path.write_text("my debug line\n"
+                    "USDT:2026-11-29 02:09:40 25897:25897 SyncActivityProfilerHandler.cpp:52] profiler_start\n"
+                    "USDT:2026-11-29 02:09:40 25897:25897 SyncActivityProfilerHandler.cpp:59] profiler_stop\n"
+                    "STAGE:2024-01-02 03:04:05 123:123 ActivityProfilerController.cpp:314] Completed Stage: Warm Up\n"
+                    "loc(\"k.py\":3:4): error: failed to legalize operation\n"
+                    "USDT: my own line\n")
+    assert runner._read_output(path) == ("my debug line\nloc(\"k.py\":3:4): error: failed to legalize "
+                                         "operation\nUSDT: my own line\n")
+    path.write_text("USDT:2026-11-29 02:09:40 25897:25897 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+    assert runner._read_output(path) == ""  # nothing printed: no "output of the submission" at all

@@ -530,6 +530,7 @@ def _read_output(path: Path) -> str:
             text = f.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
+    text = kernel_anatomy.without_profiler_lines(text)
     if size > OUTPUT_LIMIT:
         text = f"... ({size - OUTPUT_LIMIT} bytes trimmed)\n" + text
     return text

@@ -175,6 +175,18 @@ _PROFILE_FILE = re.compile(r"[A-Za-z0-9_.-]{1,200}\.(?:trace\.json|ttir|ptx)")
 MAX_PROFILE_FILES, MAX_PROFILE_BYTES = 256, 256 << 20
 
 
+# A line of Kineto's own log (the anatomy's profiler, in the worker's process): "USDT:2026-11-29
+# 02:09:40 25897:25897 SyncActivityProfilerHandler.cpp:52] profiler_start". Recent torch writes
+# these to stderr whatever KINETO_LOG_LEVEL says; they are the grader's, not the submission's.
+_PROFILER_LINE = re.compile(r"^(?:USDT|STAGE|INFO|WARNING|ERROR):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d "
+                            r"\d+:\d+ \w+\.(?:cpp|h):\d+\] .*$\n?", re.M)
+
+
+def without_profiler_lines(output: str) -> str:
+    """The submission's output without the log lines the anatomy's profiler wrote into it."""
+    return _PROFILER_LINE.sub("", output)
+
+
 def copy_files(source: Path, destination: Path | None) -> dict[str, str]:
     """`kata grade --profile DIR`: the files the worker wrote in its grade folder, copied to DIR;
     name -> the copy's path. Only plain files of the names the worker writes, never a link
