@@ -58,3 +58,14 @@ def test_only_a_plain_file_is_copied_out(tmp_path):
     (folder / runner.REPRODUCER_NAME).write_text("module {}")
     assert runner.copy_reproducer(folder, str(tmp_path / "a.mlir")) == str(tmp_path / "a.mlir")
     assert runner.copy_reproducer(folder, "") is None  # not asked for
+
+
+def test_two_grades_asking_for_a_reproducer_share_one_warm_start_server(tmp_path, monkeypatch):
+    # Each grade's worker gets a reproducer path in its own folder: read when a kernel compiles,
+    # not at import, so it is no part of the warm start's key (else every grade started a server).
+    from grader.grading import warm_start
+
+    monkeypatch.setenv("TRITON_REPRODUCER_PATH", str(tmp_path / "crash.mlir"))
+    first, second = (runner._worker_env("interpret", tmp_path / name / "tmp") for name in ("a", "b"))
+    assert first["TRITON_REPRODUCER_PATH"] != second["TRITON_REPRODUCER_PATH"]
+    assert warm_start.server_key(first) == warm_start.server_key(second)
