@@ -184,6 +184,9 @@ def test_how_far_on_a_gpu_names_the_launches_and_what_the_host_was_doing():
     assert "second checked call" in text and "no Triton kernel had been launched yet" in text
     text, _ = progress.describe(_snapshot(stage=progress.TIMING), 112.0, timed=(7, 25))
     assert "7 of its 25 timed calls" in text
+    # Every timed call made: what still runs under the case's limit is named.
+    text, _ = progress.describe(_snapshot(stage=progress.TIMING), 112.0, timed=(25, 25))
+    assert "all 25 of its timed calls" in text and "profiled call" in text and "25 of its 25" not in text
     text, verdict = progress.describe(_snapshot(compiling_since=90.0), 112.0)
     assert verdict is True and "compiling or autotuning for 22 s" in text
 

@@ -301,7 +301,12 @@ def describe(snap: Snapshot | None, at: float, timed: tuple[int, int] | None = N
     if snap is None:
         return "", None
     parts, slow = [], None
-    if snap.stage == TIMING and timed:
+    if snap.stage == TIMING and timed and timed[0] >= timed[1]:
+        # What follows the timed calls is still under the case's limit: the parent's check of
+        # the kept outputs, then one more call, profiled (grader.timing.anatomy).
+        parts.append(f"it had made all {timed[1]} of its timed calls, and was past them: in the "
+                     "check of the kept outputs or the one profiled call after it (the speed anatomy)")
+    elif snap.stage == TIMING and timed:
         parts.append(f"it had made {timed[0]} of its {timed[1]} timed calls")
     elif snap.stage in (CALL, WAITING) and snap.calls:
         parts.append(f"it was in its {'first' if snap.calls == 1 else 'second'} checked call")
