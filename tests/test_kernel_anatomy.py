@@ -133,6 +133,43 @@ def test_the_launch_recorder_sees_kernel_and_grid_and_puts_triton_back(monkeypat
     assert JITFunction.run is fake_run
 
 
+def test_the_launch_recorder_sees_a_compiled_kernel_launched_without_jit_function_run(monkeypatch):
+    """A kernel compiled by .warmup() (or kept in a library's cache) and launched as
+    kernel[grid](...) never goes through JITFunction.run: the recorder sees it at the driver's
+    launcher, with its compiled kernel; a launch through JITFunction.run is seen once."""
+    from triton.compiler.compiler import CompiledKernel
+    from triton.runtime.jit import JITFunction
+
+    class Launcher:  # a driver's launcher: (gridX, gridY, gridZ, stream, function, ...)
+        calls = 0
+
+        def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+            type(self).calls += 1
+
+    monkeypatch.setattr(anatomy, "_launcher_classes", lambda: [Launcher])
+    kernel = object.__new__(CompiledKernel)  # as .warmup() returns it, already loaded
+    facts = FakeKernel("warm_kernel", warps=2, regs=40)
+    kernel.__dict__.update(vars(facts), _run=Launcher(), module=object(), _module_pid=None, function=1, src=None,
+                           packed_metadata=())
+    original_call = Launcher.__call__
+
+    def fake_run(self, *args, grid, warmup, **kwargs):  # Triton's: the kernel's launcher called
+        kernel.run(*grid, 0, kernel.function, kernel.packed_metadata, None, None, None, *args)
+        return kernel
+
+    monkeypatch.setattr(JITFunction, "run", fake_run)
+    with anatomy.recording_launches() as seen:
+        kernel[(6, 2, 1)](1.0, stream=0)
+        JITFunction.run(object(), grid=(3,), warmup=False)
+    assert Launcher.calls == 2
+    assert seen == [(kernel, (6, 2, 1)), (kernel, (3,))]
+    assert anatomy.kernel_facts(*seen[0])["grid"] == [6, 2, 1]
+    assert anatomy.kernel_facts(*seen[0])["registers"] == 40
+    # Everything put back as it was.
+    assert Launcher.__call__ is original_call and JITFunction.run is fake_run
+    assert isinstance(CompiledKernel.__dict__["run"], property) and kernel.run is kernel._run
+
+
 def test_profile_call_never_raises(monkeypatch):
     # No GPU here: the profiled call fails, and that is an anatomy with an error, not a crash.
     assert set(anatomy.profile_call(lambda: None, ())) == {"error"}
@@ -412,3 +449,35 @@ def test_profile_call_end_to_end_on_a_fake_gpu(monkeypatch, tmp_path: Path):
     kernel_anatomy.attach(case, json.loads(json.dumps(found)), CEILINGS, "gpu", copied)
     assert set(case.anatomy["files"]) == {"trace", "ttir", "ptx"}
     assert Path(case.anatomy["files"]["ptx"]).read_text() == "// ptx"
+
+
+def test_a_call_too_slow_to_profile_within_the_timing_limit_is_not_profiled():
+    """Slow is not hung: a kernel of 15 s a call is timed at the floor (three calls, about 45 s of
+    its 60 s limit); one more profiled call, or two, would take it past the limit and lose the
+    grade's remaining cases to a time-limit error. The anatomy, advice only, steps aside."""
+    assert anatomy.fits(5.0, 0.2, 60.0) and anatomy.fits(1000.0, 10.0, 60.0)
+    assert not anatomy.fits(15_000.0, 45.0, 60.0)
+    assert not anatomy.fits(2_500.0, 7.5, 10.0)  # --timeout 10, a kernel of 2.5 s a call
+    assert anatomy.fits(15_000.0, 45.0, None)  # no limit known: as before
+    raw = json.loads(json.dumps(anatomy.not_profiled(15_000.0, 60.0)))
+    case = timed_case(raw)
+    assert case.anatomy == {"note": raw["skipped"]} and case.kernels is None
+    assert "15 s" in raw["skipped"] and "60 s" in raw["skipped"]
+
+
+def test_the_profiler_s_own_log_lines_are_not_shown_as_the_submission_s_output(tmp_path: Path):
+    # Recent torch's Kineto writes these to stderr (the submission's output file) for every
+    # profiled call, whatever KINETO_LOG_LEVEL says: they were shown as "output of the submission".
+    from grader.grading import runner
+
+    path = tmp_path / "output.txt"
+    path.write_text("my debug line\n"
+                    "USDT:2026-11-29 02:09:40 25897:25897 SyncActivityProfilerHandler.cpp:52] profiler_start\n"
+                    "USDT:2026-11-29 02:09:40 25897:25897 SyncActivityProfilerHandler.cpp:59] profiler_stop\n"
+                    "STAGE:2024-01-02 03:04:05 123:123 ActivityProfilerController.cpp:314] Completed Stage: Warm Up\n"
+                    "loc(\"k.py\":3:4): error: failed to legalize operation\n"
+                    "USDT: my own line\n")
+    assert runner._read_output(path) == ("my debug line\nloc(\"k.py\":3:4): error: failed to legalize "
+                                         "operation\nUSDT: my own line\n")
+    path.write_text("USDT:2026-11-29 02:09:40 25897:25897 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+    assert runner._read_output(path) == ""  # nothing printed: no "output of the submission" at all

@@ -488,3 +488,16 @@ def test_a_full_reduction_cannot_be_corrected_from_one_run(monkeypatch):
         shortcut = float((x[:64] / drawn[:64] * per_position).sum())
         wrong += abs(shortcut - float(x.sum())) > 1e-6 * float(x.sum())
     assert wrong >= 18
+
+
+def test_a_case_stays_under_its_timing_limit_until_its_timing_is_told(line_to):
+    # After the kept outputs are handed over the worker calls the submission once more, profiled
+    # (the anatomy): a call that hangs there is stopped at the case's limit, named, not at the
+    # whole grade's.
+    line, referee = line_to(FakeJudge())
+    key = PLAN[0]["key"]
+    line.ask("start", key=key, phase="timing", limit_s=1e-6)
+    line.ask("samples", key=key, samples=[], method="events", sets=2)
+    assert referee.overdue()["key"] == key and referee.overdue()["phase"] == "timing"
+    line.ask("timed", key=key, timing={"time_ms": 1.0, "speedup": 1.5})
+    assert referee.overdue() is None and referee.current is None

@@ -50,6 +50,9 @@ PRIVATE_ENV = ("KATA_DB", "KATA_DATA_DIR", "KATA_HANDLE")
 # Nor credentials, by the usual names: the submission could print them into its report.
 SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|ACCESS_KEY|PRIVATE_KEY|^AWS_|^SSH_AUTH_SOCK$"
                         r"|^GH_|^GITHUB_", re.I)
+# Triton's crash reproducer (the compiler_error advice): the FILE asked for is out of the
+# sandboxed worker's reach, so the worker writes it in its grade folder and it is copied out.
+REPRODUCER_ENV, REPRODUCER_NAME = "TRITON_REPRODUCER_PATH", "triton-reproducer.mlir"
 
 
 @dataclass
@@ -176,7 +179,26 @@ def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
     env["TORCH_COMPILE_DISABLE"] = env["TORCHDYNAMO_DISABLE"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep the user's workspace free of __pycache__
     env.setdefault("KINETO_LOG_LEVEL", "5")  # the anatomy's profiler: no log lines in the output
+    if env.get(REPRODUCER_ENV):
+        env[REPRODUCER_ENV] = str(tmp / REPRODUCER_NAME)  # copied out by copy_reproducer
     return env
+
+
+def copy_reproducer(worker_tmp: Path, wanted: str | None = None) -> str | None:
+    """Triton's crash reproducer, written by the worker in its grade folder, copied to the file
+    TRITON_REPRODUCER_PATH names (from this process's folder); where it went, or None. A plain
+    file only, never a link."""
+    wanted = wanted if wanted is not None else os.environ.get(REPRODUCER_ENV)
+    written = worker_tmp / REPRODUCER_NAME
+    if not wanted or written.is_symlink() or not written.is_file():
+        return None
+    target = Path(wanted).expanduser()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(written.read_bytes())
+    except OSError:
+        return None
+    return str(target)
 
 
 def _grade_folder() -> str | None:
@@ -266,6 +288,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
             killed = breach is not None or proc.returncode is None or proc.returncode < 0
             events, corrupt = _read_events(results_path, killed)
             copied = kernel_anatomy.copy_files(tmp_path / "anatomy", options.get("profile_dir"))
+            copy_reproducer(tmp_path / "tmp")
         finally:
             ours.close()
             judge.close()
@@ -530,6 +553,7 @@ def _read_output(path: Path) -> str:
             text = f.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
+    text = kernel_anatomy.without_profiler_lines(text)
     if size > OUTPUT_LIMIT:
         text = f"... ({size - OUTPUT_LIMIT} bytes trimmed)\n" + text
     return text

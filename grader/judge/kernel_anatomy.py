@@ -59,6 +59,8 @@ def sanitize(raw) -> dict | None:
         return None
     if "error" in raw:
         return {"error": str(raw["error"])[:300]}
+    if "skipped" in raw:  # a call too slow to profile within the timing's limit
+        return {"skipped": str(raw["skipped"])[:300]}
     kernels = []
     for k in raw.get("kernels") if isinstance(raw.get("kernels"), list) else []:
         if not isinstance(k, dict) or _name(k.get("name")) is None:
@@ -135,6 +137,9 @@ def attach(case, raw, ceilings: dict | None, mode: str, copied: dict | None = No
     if "error" in found:
         case.anatomy = {"note": f"the profiled call failed: {found['error']}"}
         return
+    if "skipped" in found:
+        case.anatomy = {"note": found["skipped"]}
+        return
     limits = device_limits(found["device"])
     total_us = sum(k["gpu_us"] for k in found["kernels"])
     busy_us = found["gpu_busy_us"] if found["gpu_busy_us"] is not None else total_us
@@ -168,6 +173,18 @@ def attach(case, raw, ceilings: dict | None, mode: str, copied: dict | None = No
 
 _PROFILE_FILE = re.compile(r"[A-Za-z0-9_.-]{1,200}\.(?:trace\.json|ttir|ptx)")
 MAX_PROFILE_FILES, MAX_PROFILE_BYTES = 256, 256 << 20
+
+
+# A line of Kineto's own log (the anatomy's profiler, in the worker's process): "USDT:2026-11-29
+# 02:09:40 25897:25897 SyncActivityProfilerHandler.cpp:52] profiler_start". Recent torch writes
+# these to stderr whatever KINETO_LOG_LEVEL says; they are the grader's, not the submission's.
+_PROFILER_LINE = re.compile(r"^(?:USDT|STAGE|INFO|WARNING|ERROR):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d "
+                            r"\d+:\d+ \w+\.(?:cpp|h):\d+\] .*$\n?", re.M)
+
+
+def without_profiler_lines(output: str) -> str:
+    """The submission's output without the log lines the anatomy's profiler wrote into it."""
+    return _PROFILER_LINE.sub("", output)
 
 
 def copy_files(source: Path, destination: Path | None) -> dict[str, str]:

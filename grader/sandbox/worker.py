@@ -541,8 +541,11 @@ class CaseRunner:
             return 0.0
         return time.perf_counter() - started
 
-    def time_case(self, planned, line: ParentLine, budget_ms: float = sizing.BUDGET_MS) -> dict:
-        """Submission vs baseline on fresh input sets; the timed calls the parent chose go to it."""
+    def time_case(self, planned, line: ParentLine, budget_ms: float = sizing.BUDGET_MS,
+                  limit_s: float | None = None) -> dict:
+        """Submission vs baseline on fresh input sets; the timed calls the parent chose go to it.
+        limit_s: the timing's limit, which the anatomy's profiled call must fit in."""
+        started = time.perf_counter()
         def make_args(salt):
             inputs = self.inputs(planned, salt)
             return tuple(inputs[a] for a in self.task.args)
@@ -585,8 +588,11 @@ class CaseRunner:
         torch.cuda.empty_cache()
         # The anatomy: one more call, profiled, outside the timed window (advice only).
         if not os.environ.get("KATA_NO_ANATOMY"):
-            out["anatomy"] = anatomy.profile_call(self.fn, make_args("/anatomy"), self.anatomy_dir,
-                                                  planned["key"])
+            if anatomy.fits(out["time_ms"], time.perf_counter() - started, limit_s):
+                out["anatomy"] = anatomy.profile_call(self.fn, make_args("/anatomy"), self.anatomy_dir,
+                                                      planned["key"])
+            else:
+                out["anatomy"] = anatomy.not_profiled(out["time_ms"], limit_s)
         return out
 
 
@@ -725,14 +731,15 @@ def main(request_path: str) -> int:
             for planned in plan:
                 if planned["bench"] and planned["task"] not in failed_tasks:
                     reporter.emit({"type": "start", "key": planned["key"], "phase": "timing"})
-                    line.ask("start", key=planned["key"], phase="timing", limit_s=timing_limit_s(cap))
+                    limit_s = timing_limit_s(cap)
+                    line.ask("start", key=planned["key"], phase="timing", limit_s=limit_s)
                     # Each outcome goes to the parent on the line first: the events file is open
                     # to the submission, which could rewrite an earlier case's timing there.
                     try:
-                        timing = runners[planned["task"]].time_case(planned, line, budget_ms)
+                        timing = runners[planned["task"]].time_case(planned, line, budget_ms, limit_s)
                         # A timing the parent finds suspect is timed again before it names anything.
                         while line.ask("timed", key=planned["key"], timing=timing).get("again"):
-                            timing = runners[planned["task"]].time_case(planned, line, budget_ms)
+                            timing = runners[planned["task"]].time_case(planned, line, budget_ms, limit_s)
                     except CaseProblem as problem:
                         error = {"message": problem.message, "cheat": problem.cheat}
                         line.ask("timed", key=planned["key"], error=error)

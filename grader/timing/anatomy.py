@@ -143,15 +143,36 @@ def device_limits(props) -> dict:
     return {k: v for k, v in limits.items() if v is not None}
 
 
+# (module, class) of each backend's launcher, as grader.sandbox.launches names them (this module
+# may not import the sandbox): every compiled kernel launches through its __call__.
+LAUNCHERS = (("triton.backends.nvidia.driver", "CudaLauncher"), ("triton.backends.amd.driver", "HIPLauncher"))
+
+
+def _launcher_classes() -> list[type]:
+    import importlib
+
+    found = []
+    for module_name, class_name in LAUNCHERS:
+        try:
+            found.append(getattr(importlib.import_module(module_name), class_name))
+        except Exception:  # noqa: BLE001 - a backend this Triton lacks, or cannot import here
+            continue
+    return found
+
+
 @contextlib.contextmanager
 def recording_launches():
-    """Every Triton launch while in force, as (compiled kernel, grid): JITFunction.run wrapped
-    for the one call and put back exactly as it was (grader.sandbox.launches checks its own
-    wrapper is still there; it is, underneath this one)."""
+    """Every Triton launch while in force, as (compiled kernel, grid), put back exactly as it was
+    afterwards (grader.sandbox.launches checks its own wrappers are still there; they are,
+    underneath these). JITFunction.run's launches are seen there, with their kernel; a compiled
+    kernel launched without it (one from `.warmup()` launched as `kernel[grid](...)`, a library's
+    own cache of compiled kernels) at the driver's launcher, with the kernel whose `run` it is."""
     from triton.runtime.jit import JITFunction
 
     current = JITFunction.run
     seen: list[tuple] = []
+    inside = [0]  # JITFunction.run calls in progress: their launch is recorded there, once
+    owners: dict[int, object] = {}  # id(launcher) -> the compiled kernel whose `run` it is
 
     def run(self, *args, **kwargs):
         if kwargs.get("warmup", False):
@@ -165,15 +186,61 @@ def recording_launches():
                 return box["grid"]
 
             kwargs["grid"] = grid
-        kernel = current(self, *args, **kwargs)
+        inside[0] += 1
+        try:
+            kernel = current(self, *args, **kwargs)
+        finally:
+            inside[0] -= 1
         seen.append((kernel, None if callable(box["grid"]) else box["grid"]))  # never evaluated: unknown
         return kernel
 
+    def launching(original):
+        def __call__(self, *args, **kwargs):
+            if not inside[0]:  # (gridX, gridY, gridZ, stream, function, ...), positional in Triton
+                seen.append((owners.get(id(self)), tuple(args[:3]) if len(args) >= 3 else None))
+            return original(self, *args, **kwargs)
+        return __call__
+
+    put_back = [(JITFunction, "run", current)]
     JITFunction.run = run
+    try:
+        from triton.compiler.compiler import CompiledKernel
+
+        prop = CompiledKernel.__dict__.get("run")
+    except ImportError:
+        prop = None
+    if isinstance(prop, property):  # a launch takes the kernel's launcher from this property
+        def launcher_of(kernel):
+            launcher = prop.fget(kernel)
+            owners[id(launcher)] = kernel
+            return launcher
+
+        put_back.append((CompiledKernel, "run", prop))
+        CompiledKernel.run = property(launcher_of)
+    for cls in _launcher_classes():
+        put_back.append((cls, "__call__", cls.__call__))
+        cls.__call__ = launching(cls.__call__)
     try:
         yield seen
     finally:
-        JITFunction.run = current
+        for owner, name, original in reversed(put_back):
+            setattr(owner, name, original)
+
+
+def fits(call_ms, elapsed_s: float, limit_s: float | None) -> bool:
+    """Whether the profiled call fits in what is left of the case's timing limit (twice the call:
+    the profiler's first session in a process may see nothing, and the call is made again), a
+    quarter of the limit to spare. A slow kernel's timing is sized to fit its limit
+    (grader.timing.sizing); the anatomy is advice and must not take it past: slow is not hung."""
+    if limit_s is None or not isinstance(call_ms, (int, float)):
+        return True
+    return elapsed_s + 2 * call_ms / 1e3 <= 0.75 * limit_s
+
+
+def not_profiled(call_ms: float, limit_s: float) -> dict:
+    """The anatomy of a case whose call is too slow to profile within its timing limit."""
+    return {"skipped": f"not profiled: one call takes {call_ms / 1e3:.3g} s, and one more would not "
+                       f"fit in the timing's limit of {limit_s:.0f} s"}
 
 
 def profile_call(fn, args, dump_dir: Path | None = None, label: str = "case") -> dict:

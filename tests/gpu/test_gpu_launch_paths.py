@@ -137,3 +137,16 @@ def vector_add(x, y):
 '''
     result = _grade(tmp_path, body)
     assert result.status == "fail" and result.cheat == "side_stream", result.cheats
+
+
+@pytest.mark.parametrize("body", [WARMUP, LIBRARY_CACHE], ids=["warmup", "library_cache"])
+def test_the_anatomy_sees_a_compiled_kernel_launched_without_the_jit(tmp_path, body):
+    # The anatomy's profiled call sees launches where the count does: a compiled kernel launched
+    # directly is a Triton kernel with its facts (grid, warps, registers), not an unnamed GPU event.
+    result = _grade(tmp_path, body)
+    timed = [c for c in result.cases if c.timed]
+    assert result.correct and timed, (result.message, result.cheats)
+    for case in timed:
+        ours = [k for k in case.kernels or [] if k["source"] == "triton"]
+        assert ours and ours[0]["name"] == "add_kernel", (case.name, case.anatomy, case.kernels)
+        assert ours[0]["grid"] and ours[0]["num_warps"] and ours[0]["registers"], ours[0]

@@ -1,0 +1,71 @@
+"""TRITON_REPRODUCER_PATH=FILE, which the compiler_error advice names, works under the sandbox:
+the worker may write only beneath its grade folder, so it gets a path there and the grader copies
+the file to FILE once the worker is done (grader.grading.runner.copy_reproducer). Triton's
+compiler writes the reproducer only when it crashes, which cannot be made to happen on the
+interpreter: the submission below writes where the variable points, as the compiler would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import write
+from grader.grading import runner
+from grader.grading.runner import grade
+from grader.kata.catalog import get_kata
+
+WRITES_THE_REPRODUCER = '''
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def vector_add(x, y):
+    with open(os.environ["TRITON_REPRODUCER_PATH"], "w") as f:  # as Triton's compiler does on a crash
+        f.write("module { tt.func @add_kernel() }")
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+    return out
+'''
+
+
+def test_the_reproducer_asked_for_reaches_the_file_named(tmp_path, monkeypatch):
+    wanted = tmp_path / "out" / "crash.mlir"
+    monkeypatch.setenv("TRITON_REPRODUCER_PATH", str(wanted))
+    result = grade(get_kata("vector_add"), write(tmp_path, WRITES_THE_REPRODUCER), "interpret",
+                   only_cases=["small"])
+    assert result.correct, (result.message, result.output)
+    assert wanted.read_text() == "module { tt.func @add_kernel() }"
+
+
+def test_only_a_plain_file_is_copied_out(tmp_path):
+    folder = tmp_path / "grade-tmp"
+    folder.mkdir()
+    assert runner.copy_reproducer(folder, str(tmp_path / "a.mlir")) is None  # nothing written
+    secret = tmp_path / "secret"
+    secret.write_text("not the worker's")
+    (folder / runner.REPRODUCER_NAME).symlink_to(secret)
+    assert runner.copy_reproducer(folder, str(tmp_path / "a.mlir")) is None and not (tmp_path / "a.mlir").exists()
+    (folder / runner.REPRODUCER_NAME).unlink()
+    (folder / runner.REPRODUCER_NAME).write_text("module {}")
+    assert runner.copy_reproducer(folder, str(tmp_path / "a.mlir")) == str(tmp_path / "a.mlir")
+    assert runner.copy_reproducer(folder, "") is None  # not asked for
+
+
+def test_two_grades_asking_for_a_reproducer_share_one_warm_start_server(tmp_path, monkeypatch):
+    # Each grade's worker gets a reproducer path in its own folder: read when a kernel compiles,
+    # not at import, so it is no part of the warm start's key (else every grade started a server).
+    from grader.grading import warm_start
+
+    monkeypatch.setenv("TRITON_REPRODUCER_PATH", str(tmp_path / "crash.mlir"))
+    first, second = (runner._worker_env("interpret", tmp_path / name / "tmp") for name in ("a", "b"))
+    assert first["TRITON_REPRODUCER_PATH"] != second["TRITON_REPRODUCER_PATH"]
+    assert warm_start.server_key(first) == warm_start.server_key(second)
