@@ -10,7 +10,9 @@ two under two more seeds (a whole interpreter grade of a softmax variant takes m
 written, the adamw, cross_entropy, softmax and paged_decode variants passed whole interpreter
 grades, the others a wider set of cases than their panel's; the interpreter's time limit stops
 one program per row on a thousand rows (prefix_sum's many_tiny_rows, rms_norm_backward's
-many_rows), so the panel leaves those cases out.
+many_rows), so the panel leaves those cases out. Where the interpreter cannot run a task at
+all (quantize's and matmul_lowp's FP8, bfloat16 anywhere), the variant still implements it and
+says so: the same panel cases grade it on a GPU.
 tests/gpu/test_gpu_honest_panel.py grades every checked case on a GPU.
 """
 
@@ -30,7 +32,8 @@ FILES = sorted(HONEST.glob("*.py"))
 SEEDS = (1, 2, 3)
 # Katas whose honest formulations differ in their rounding: each has at least three variants.
 PANEL_KATAS = ("adamw", "cross_entropy", "softmax", "layer_norm", "rms_norm", "rms_norm_backward",
-               "paged_decode", "prefix_sum", "reduce")
+               "paged_decode", "prefix_sum", "reduce", "flash_attention", "quantize", "muon",
+               "matmul_lowp")
 
 
 def panel_cases(path: Path) -> list[str]:

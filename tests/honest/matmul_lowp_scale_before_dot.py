@@ -4,9 +4,9 @@ on the GPU's tensor cores, the default), the sum accumulated in float32: slower 
 and a little less exact (tf32 keeps 10 bits of each scaled operand), well inside the tolerance.
 INT8: the programs walk the tiles column by column (N-tile fastest is the other order), int32
 accumulator, b read through its two strides whatever its layout."""
-# panel-cases: large_sums, m_small, b_col_major, k_odd, positive_k4096, wide_scales, k_tail
+# panel-cases: m_small, positive_k4096, b_col_major, wide_scales, k_tail
 # On the interpreter only matmul_int8 runs (its fp8 support is not the GPU's):
-# tests/gpu/test_gpu_honest_panel.py grades matmul_fp8 (k_tail, positive_k4096, wide_scales).
+# tests/gpu/test_gpu_honest_panel.py grades matmul_fp8 (positive_k4096, wide_scales, k_tail).
 
 import torch
 import triton

@@ -3,9 +3,9 @@ program per chunk, and the partial sums are merged with tl.atomic_add: int32 ato
 into the (zeroed) int8 result, float32 atomics into a float32 buffer for FP8, whose scales and
 bf16 rounding are applied by a second, elementwise kernel. The float32 adds of the FP8 partials
 happen in whatever order the atomics land."""
-# panel-cases: large_sums, k_tail, extremes, b_col_major, positive_k4096, wide_scales
+# panel-cases: large_sums, positive_k4096, k_tail, wide_scales, extremes
 # On the interpreter only matmul_int8 runs (its fp8 support is not the GPU's):
-# tests/gpu/test_gpu_honest_panel.py grades matmul_fp8 (k_tail, positive_k4096, wide_scales).
+# tests/gpu/test_gpu_honest_panel.py grades matmul_fp8 (positive_k4096, k_tail, wide_scales).
 
 import torch
 import triton
