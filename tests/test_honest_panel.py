@@ -7,8 +7,8 @@ accumulation orders). A tolerance that fails one of them is a defect of the kata
 Each variant names the cases that separate the formulations (`# panel-cases: a, b`, the most
 telling first): on the interpreter it is graded on all of them under one seed and on the first
 two under two more seeds (a whole interpreter grade of a softmax variant takes minutes). When
-written, the adamw, cross_entropy, softmax and paged_decode variants passed whole interpreter
-grades, the others a wider set of cases than their panel's; the interpreter's time limit stops
+written, the adamw, cross_entropy, softmax, paged_decode, flash_attention, quantize, muon and
+matmul_lowp variants passed whole interpreter grades, the others a wider set of cases than their panel's; the interpreter's time limit stops
 one program per row on a thousand rows (prefix_sum's many_tiny_rows, rms_norm_backward's
 many_rows), so the panel leaves those cases out. Where the interpreter cannot run a task at
 all (quantize's and matmul_lowp's FP8, bfloat16 anywhere), the variant still implements it and
