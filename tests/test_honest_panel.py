@@ -7,10 +7,12 @@ accumulation orders). A tolerance that fails one of them is a defect of the kata
 Each variant names the cases that separate the formulations (`# panel-cases: a, b`, the most
 telling first): on the interpreter it is graded on all of them under one seed and on the first
 two under two more seeds (a whole interpreter grade of a softmax variant takes minutes). When
-written, the adamw, cross_entropy, softmax and paged_decode variants passed whole interpreter
-grades, the others a wider set of cases than their panel's; the interpreter's time limit stops
+written, the adamw, cross_entropy, softmax, paged_decode, flash_attention, quantize, muon and
+matmul_lowp variants passed whole interpreter grades, the others a wider set of cases than their panel's; the interpreter's time limit stops
 one program per row on a thousand rows (prefix_sum's many_tiny_rows, rms_norm_backward's
-many_rows), so the panel leaves those cases out.
+many_rows), so the panel leaves those cases out. Where the interpreter cannot run a task at
+all (quantize's and matmul_lowp's FP8, bfloat16 anywhere), the variant still implements it and
+says so: the same panel cases grade it on a GPU.
 tests/gpu/test_gpu_honest_panel.py grades every checked case on a GPU.
 """
 
@@ -30,7 +32,8 @@ FILES = sorted(HONEST.glob("*.py"))
 SEEDS = (1, 2, 3)
 # Katas whose honest formulations differ in their rounding: each has at least three variants.
 PANEL_KATAS = ("adamw", "cross_entropy", "softmax", "layer_norm", "rms_norm", "rms_norm_backward",
-               "paged_decode", "prefix_sum", "reduce")
+               "paged_decode", "prefix_sum", "reduce", "flash_attention", "quantize", "muon",
+               "matmul_lowp")
 
 
 def panel_cases(path: Path) -> list[str]:

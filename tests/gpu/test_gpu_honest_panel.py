@@ -1,7 +1,8 @@
 """The panel of honest formulations (tests/honest/) on a GPU: the cases that separate the
-formulations, in every dtype the kata grades (the interpreter skips bfloat16), with the GPU's
-own exp2, sqrt and division, under three seeds (all of them under the first, the first two under
-the others), as tests/test_honest_panel.py does on the interpreter."""
+formulations, in every dtype and task the kata grades (the interpreter skips bfloat16, and the
+FP8 tasks of quantize and matmul_lowp), with the GPU's own exp2, sqrt and division, under three
+seeds (all of them under the first, the first two under the others), as
+tests/test_honest_panel.py does on the interpreter."""
 
 from __future__ import annotations
 
