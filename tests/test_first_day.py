@@ -294,3 +294,14 @@ def test_an_interpreter_grade_runs_torch_on_one_thread(tmp_path):
     result = grade(get_kata("vector_add"), solution, "interpret", only_cases=["small"])
     assert result.status == "pass", result.message
     assert "torch threads: 1" in result.output
+
+
+def test_an_interpreter_grade_shows_no_empty_timing_columns():
+    import click
+
+    from grade_factory import make_grade
+
+    interpreted = click.unstyle(format_result(make_grade("vector_add", mode="interpret")))
+    assert "max err" in interpreted and "baseline ms" not in interpreted and "roofline" not in interpreted.split("\n\n")[1]
+    timed = click.unstyle(format_result(make_grade("vector_add", mode="gpu")))
+    assert "baseline ms" in timed and "speedup" in timed
