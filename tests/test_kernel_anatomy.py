@@ -146,7 +146,7 @@ def test_the_launch_recorder_sees_a_compiled_kernel_launched_without_jit_functio
         def __call__(self, gridX, gridY, gridZ, stream, function, *args):
             type(self).calls += 1
 
-    monkeypatch.setattr(anatomy, "_launcher_classes", lambda: [Launcher])
+    monkeypatch.setattr(anatomy, "launcher_classes", lambda: [Launcher])
     kernel = object.__new__(CompiledKernel)  # as .warmup() returns it, already loaded
     facts = FakeKernel("warm_kernel", warps=2, regs=40)
     kernel.__dict__.update(vars(facts), _run=Launcher(), module=object(), _module_pid=None, function=1, src=None,

@@ -44,7 +44,6 @@ OUTPUT_LIMIT = 8000  # characters of the submission's stdout/stderr kept in a re
 OUTPUT_CAP_BYTES = 8 << 20  # printing more than this ends the grade
 MAX_PROCESSES = 64  # the worker, Triton's compiler processes, and nothing like a fork bomb
 GPU_MEMORY_FRACTION = 0.9
-FLOOR_MARGIN = timing_evidence.FLOOR_MARGIN  # a time below 90% of the floor is impossible, not fast
 # Variables that point at the user's results or configuration: the worker never sees them.
 PRIVATE_ENV = ("KATA_DB", "KATA_DATA_DIR", "KATA_HANDLE")
 # Nor credentials, by the usual names: the submission could print them into its report.
@@ -671,8 +670,7 @@ def _parent_floor(case: CaseResult, kata: Kata, planned: PlannedCase, ceilings: 
     case.floor_ms = case.roofline = case.nbytes = case.flops = None
     if not case.timed or not ceilings or planned.dtype not in ITEMSIZE:
         return
-    task = next(t for t in kata.tasks if t.name == planned.task)
-    nbytes, flops = task.cost(task.case(planned.case), itemsize=ITEMSIZE[planned.dtype])
+    nbytes, flops = timing_evidence.cost(kata, planned)
     try:
         floor = floor_ms(nbytes, flops, ceilings)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):  # ceilings of another shape

@@ -22,8 +22,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-# (module, class) of each backend's launcher: every compiled kernel launches through its __call__.
-LAUNCHERS = (("triton.backends.nvidia.driver", "CudaLauncher"), ("triton.backends.amd.driver", "HIPLauncher"))
+from grader.timing.launchers import launch_name, launcher_classes
 
 
 @dataclass
@@ -86,15 +85,6 @@ def _record(name: str, stream: int | None, args) -> None:
         log.foreign_streams.append(name)
 
 
-def _launch_name(args) -> str:
-    """The kernel's name from the launch metadata Triton hands its launcher (a LazyDict)."""
-    for arg in args[:2]:
-        data = getattr(arg, "data", None)
-        if isinstance(data, dict) and isinstance(data.get("name"), str):
-            return data["name"]
-    return "a Triton kernel"
-
-
 def _wrap_launcher(cls) -> None:
     original = cls.__call__
 
@@ -103,7 +93,7 @@ def _wrap_launcher(cls) -> None:
         # from every caller in Triton; keywords are taken too, whatever a library passes.
         stream = args[3] if len(args) > 3 else kwargs.get("stream")
         rest = (*args[5:], *kwargs.values())
-        _record(_launch_name(rest), stream if isinstance(stream, int) else None, rest)
+        _record(launch_name(rest), stream if isinstance(stream, int) else None, rest)
         return original(self, *args, **kwargs)
 
     __call__.__wrapped__ = original
@@ -124,13 +114,7 @@ def _wrap_interpreter(cls) -> None:
 
 
 def install() -> None:
-    import importlib
-
-    for module_name, class_name in LAUNCHERS:
-        try:
-            cls = getattr(importlib.import_module(module_name), class_name)
-        except Exception:  # noqa: BLE001 - a backend this Triton lacks, or cannot import here
-            continue
+    for cls in launcher_classes():
         if cls not in _wrapped:
             _wrap_launcher(cls)
     try:

@@ -179,15 +179,10 @@ def install() -> None:
     _wrap(JITFunction, "run", launching)
     _wrap(JITFunction, "_do_compile", compiling)
     _wrap(Autotuner, "_bench", compiling)
-    import importlib
+    from grader.timing.launchers import launcher_classes
 
-    from grader.sandbox.launches import LAUNCHERS
-
-    for module_name, class_name in LAUNCHERS:
-        try:
-            count_compiled_launches(getattr(importlib.import_module(module_name), class_name))
-        except Exception:  # noqa: BLE001 - a backend this Triton lacks, or cannot import here
-            continue
+    for cls in launcher_classes():
+        count_compiled_launches(cls)
     try:
         from triton.runtime.interpreter import InterpretedFunction, InterpreterBuilder
     except ImportError:
@@ -217,13 +212,13 @@ def count_compiled_launches(cls) -> None:
     `kernel[grid](...)`, a library's own cache of compiled kernels: FlagGems' LibEntry) is
     counted at its driver's launcher, as grader.sandbox.launches counts it; a launch through
     JITFunction.run is counted there, once."""
-    from grader.sandbox.launches import _launch_name
+    from grader.timing.launchers import launch_name
 
     def launching(original):
         def __call__(self, *args, **kwargs):
             if _inside_run[0]:
                 return original(self, *args, **kwargs)
-            record.launched(_launch_name(args[5:]))  # the launch metadata names it (triton 3.9)
+            record.launched(launch_name(args[5:]))  # the launch metadata names it (triton 3.9)
             try:
                 return original(self, *args, **kwargs)
             finally:

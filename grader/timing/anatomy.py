@@ -18,6 +18,8 @@ import re
 import time
 from pathlib import Path
 
+from grader.timing.launchers import launcher_classes
+
 MAX_KERNELS = 16  # kernel groups reported per case (the longest first)
 FLUSH_BYTES = 256 << 20  # the L2 is flushed before the call, as before every timed call
 _ATOMIC = re.compile(r"\btt\.atomic_(?:rmw|cas)\b")
@@ -143,23 +145,6 @@ def device_limits(props) -> dict:
     return {k: v for k, v in limits.items() if v is not None}
 
 
-# (module, class) of each backend's launcher, as grader.sandbox.launches names them (this module
-# may not import the sandbox): every compiled kernel launches through its __call__.
-LAUNCHERS = (("triton.backends.nvidia.driver", "CudaLauncher"), ("triton.backends.amd.driver", "HIPLauncher"))
-
-
-def _launcher_classes() -> list[type]:
-    import importlib
-
-    found = []
-    for module_name, class_name in LAUNCHERS:
-        try:
-            found.append(getattr(importlib.import_module(module_name), class_name))
-        except Exception:  # noqa: BLE001 - a backend this Triton lacks, or cannot import here
-            continue
-    return found
-
-
 @contextlib.contextmanager
 def recording_launches():
     """Every Triton launch while in force, as (compiled kernel, grid), put back exactly as it was
@@ -217,7 +202,7 @@ def recording_launches():
 
         put_back.append((CompiledKernel, "run", prop))
         CompiledKernel.run = property(launcher_of)
-    for cls in _launcher_classes():
+    for cls in launcher_classes():
         put_back.append((cls, "__call__", cls.__call__))
         cls.__call__ = launching(cls.__call__)
     try:

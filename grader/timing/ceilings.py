@@ -21,7 +21,7 @@ RATES = ("copy_gbps", "matmul_tflops")
 # Dense bf16 tensor-core TFLOP/s and HBM GB/s from NVIDIA's datasheets (the sparse figures
 # halved), matched by a lower-case part of the device name, first match wins. The TFLOP/s are
 # at the datasheet's boost clock; a card may clock up to ~8% higher (H100 SXM: 1980 vs 1830 MHz),
-# which the floor's 10% margin (grader.grading.runner.FLOOR_MARGIN) covers.
+# which the floor's 10% margin (grader.grading.timing_evidence.FLOOR_MARGIN) covers.
 DATASHEET = (
     ("gh200", {"matmul_tflops": 989.5, "copy_gbps": 4900.0}),
     ("h200", {"matmul_tflops": 989.5, "copy_gbps": 4800.0}),
