@@ -21,7 +21,8 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from grader.kata.allowed_ops import effective_allowed  # noqa: E402
-from grader.sandbox.guards import install_op_checks, submission_guards, watch_torch_compute  # noqa: E402
+from grader.sandbox.forbidden_ops import submission_guards  # noqa: E402
+from grader.sandbox.torch_compute import install_op_checks, watch_torch_compute  # noqa: E402
 
 x = torch.randn(64)
 
@@ -222,10 +223,10 @@ SCENARIOS = [honest, exp_sum, random_numbers, disable_torch_dispatch, no_dispatc
 
 
 def run(scenario, allowed=None, forbidden=(), forbidden_casts=frozenset()) -> dict:
-    from grader.sandbox import guards
-    from grader.sandbox.guards import resolve_forbidden
+    from grader.sandbox import torch_compute
+    from grader.sandbox.forbidden_ops import resolve_forbidden
 
-    guards._audit.clear()  # each scenario on its own (the worker keeps them for the whole grade)
+    torch_compute._audit.clear()  # each scenario on its own (the worker keeps them for the whole grade)
     allowed = effective_allowed((), forbidden) if allowed is None else allowed
     python_level, aten_level = resolve_forbidden(forbidden)
     seen: list[str] = []

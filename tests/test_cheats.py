@@ -15,7 +15,7 @@ import re
 import pytest
 
 from conftest import KATA_NAMES, TESTS, kata_of_wrong
-from grader.judge.diagnose import ADVICE, CHEATS, RECLASSIFIED
+from grader.judge.failure_codes import ADVICE, CHEATS, RECLASSIFIED
 from grader.kata import catalog
 from grader.results.report import render_report
 from grader.results.schema import CaseResult

@@ -12,11 +12,11 @@ import torch
 
 from grader.grading.plan import build_plan
 from grader.grading.runner import WorkerRun, _assemble
-from grader.judge import diagnose
+from grader.judge import failure_codes
 from grader.judge.checker import Checker
-from grader.judge.diagnose import Diagnosis, Findings, classify, from_message, hidden_only
+from grader.judge.failure_codes import Diagnosis, Findings, classify, from_message, hidden_only
 from grader.judge.inputs import AGAIN
-from grader.judge.value_diagnosis import analyse
+from grader.judge.wrong_values import analyse
 from grader.kata.catalog import get_kata
 from grader.results.report import render_report
 from grader.results.schema import CaseResult
@@ -182,13 +182,13 @@ def test_hidden_cases_only():
 
 # ---- the vocabularies ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("reason", sorted(diagnose.RECLASSIFIED))
+@pytest.mark.parametrize("reason", sorted(failure_codes.RECLASSIFIED))
 def test_what_an_honest_bug_can_produce_is_a_diagnosis(reason):
     kind, code = classify(reason)
-    assert kind == "diagnosis" and code in diagnose.ADVICE
+    assert kind == "diagnosis" and code in failure_codes.ADVICE
 
 
-@pytest.mark.parametrize("reason", sorted(diagnose.CHEATS))
+@pytest.mark.parametrize("reason", sorted(failure_codes.CHEATS))
 def test_what_no_honest_kernel_produces_is_a_cheat(reason):
     assert classify(reason) == ("cheat", reason)
 
@@ -415,7 +415,7 @@ def test_a_timing_cheat_stays_a_cheat_and_an_exception_while_timed_is_an_error()
 def test_every_code_and_reason_is_documented():
     scoring = (Path(__file__).parent.parent / "docs" / "SCORING.md").read_text()
     first_columns = [line.split("|")[1] for line in scoring.splitlines() if line.startswith("| `")]
-    for name in [*diagnose.CHEATS, *diagnose.ADVICE, *diagnose.RECLASSIFIED, *diagnose.SPEED_ADVICE]:
+    for name in [*failure_codes.CHEATS, *failure_codes.ADVICE, *failure_codes.RECLASSIFIED, *failure_codes.SPEED_ADVICE]:
         assert any(f"`{name}`" in column for column in first_columns), name
 
 

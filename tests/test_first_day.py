@@ -181,7 +181,7 @@ def test_a_bare_file_that_fits_several_katas_or_none_asks_for_kata(tmp_path):
 # --- 7. a crash of Triton's compiler --------------------------------------------------------
 
 def test_a_compiler_message_is_diagnosed_compiler_error():
-    from grader.judge.diagnose import Diagnosis, from_message
+    from grader.judge.failure_codes import Diagnosis, from_message
     crash = ("vector_add raised an exception:\nTraceback (your code only):\n  File \"s.py\", line 9, "
              "in vector_add\n    kernel[grid](x)\nRuntimeError: PassManager::run failed")
     found = from_message(crash, "error")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.judge import diagnose, kernel_anatomy
+from grader.judge import failure_codes, kernel_anatomy
 from grader.results.schema import CaseResult
 from grader.timing import anatomy
 
@@ -303,7 +303,7 @@ def test_a_healthy_slow_case_gets_none():
 def test_speed_advice_carries_the_anatomy_codes_after_the_others():
     case = timed_case(raw_anatomy())
     case.launches = 100
-    found = [a["code"] for a in diagnose.speed_advice([case])]
+    found = [a["code"] for a in failure_codes.speed_advice([case])]
     assert found[0] == "many_launches" and "small_grid" in found
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grader.judge import diagnose
+from grader.judge import failure_codes
 from grader.kata import memory_budget
 from grader.kata.memory_budget import PeakMeter, human_bytes, judge, output_bytes
-from grader.sandbox.guardbands import GUARD_BYTES, GuardedFactories
+from grader.sandbox.out_of_bounds import GUARD_BYTES, GuardedFactories
 
 
 def test_within_the_budget_passes_and_over_it_says_by_how_much_and_why():
@@ -28,10 +28,10 @@ def test_sizes_read_in_decimal_units():
 
 
 def test_over_the_budget_is_the_diagnosis_memory_budget_with_advice_never_a_cheat():
-    assert diagnose.ADVICE["memory_budget"] and "memory_budget" in diagnose.DIAGNOSES
-    assert "memory_budget" not in diagnose.CHEATS
+    assert failure_codes.ADVICE["memory_budget"] and "memory_budget" in failure_codes.DIAGNOSES
+    assert "memory_budget" not in failure_codes.CHEATS
     message = judge(4.2e9, 4.3e7, "2% of the logits", "a float32 copy of the logits?")
-    found = diagnose.from_message(message, "fail")
+    found = failure_codes.from_message(message, "fail")
     assert found.code == "memory_budget" and found.message == message
     assert "wider dtype (x.float())" in found.advice
 

@@ -11,7 +11,7 @@ import torch
 
 from conftest import write
 from grader.kata.allowed_ops import BASE_ALLOWED
-from grader.sandbox.guards import watch_torch_compute
+from grader.sandbox.torch_compute import watch_torch_compute
 from grader.sandbox.provenance import Provenance
 
 

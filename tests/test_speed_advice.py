@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from cpu_timing import cpu_timing
-from grader.judge import diagnose
+from grader.judge import failure_codes
 from grader.results.schema import CaseResult
 from grader.timing import host_syncs
 
@@ -107,14 +107,14 @@ def _case(name, syncs, at=None):
 
 
 def test_speed_advice_lists_host_syncs_once_with_the_first_case_and_line():
-    advice = diagnose.speed_advice([_case("a", 0), _case("b", 3, "solution.py:42"), _case("c", 1),
-                                    _case("d", None)])
+    advice = failure_codes.speed_advice([_case("a", 0), _case("b", 3, "solution.py:42"), _case("c", 1),
+                                         _case("d", None)])
     assert advice == [{"code": "host_sync", "count": 2, "first_case": "adamw_step/b/float32",
                        "message": "3 operation(s) in one call of adamw_step made the host wait for "
                                   "the GPU, the first at solution.py:42",
-                       "advice": diagnose.SPEED_ADVICE["host_sync"]}]
+                       "advice": failure_codes.SPEED_ADVICE["host_sync"]}]
     assert "pin_memory=True" in advice[0]["advice"] and ".item()" in advice[0]["advice"]
-    assert diagnose.speed_advice([_case("a", 0), _case("d", None)]) == []
+    assert failure_codes.speed_advice([_case("a", 0), _case("d", None)]) == []
 
 
 def test_the_worker_timing_fields_reach_the_case():
@@ -140,7 +140,7 @@ def test_advice_is_shown_by_the_cli_and_in_reports():
                          threshold=1.0, roofline=None,
                          tasks=[TaskResult(name="adamw_step", threshold=1.0, baseline="b", cases=[case],
                                            correct=True)],
-                         advice=diagnose.speed_advice([case]))
+                         advice=failure_codes.speed_advice([case]))
     result.score_breakdown = score(result.tasks, True, True)
     text = format_result(result)
     assert "how to be faster:" in text and "solution.py:9" in text and "non_blocking=True" in text
@@ -185,17 +185,17 @@ def test_a_launch_per_chunk_passes_with_advice_naming_the_most_launches(tmp_path
     assert {c.name: c.launches for c in result.cases if c.dtype == "float32"}["pow2_plus_1"] == 2
 
 
-@pytest.mark.parametrize("launches, advised", [(diagnose.MANY_LAUNCHES - 1, False), (diagnose.MANY_LAUNCHES, True)])
+@pytest.mark.parametrize("launches, advised", [(failure_codes.MANY_LAUNCHES - 1, False), (failure_codes.MANY_LAUNCHES, True)])
 def test_many_launches_starts_at_its_threshold(launches, advised):
     case = _case("a", 0)
     case.launches = launches
-    assert [a["code"] for a in diagnose.speed_advice([case])] == (["many_launches"] if advised else [])
+    assert [a["code"] for a in failure_codes.speed_advice([case])] == (["many_launches"] if advised else [])
 
 
 def test_forged_counts_from_the_worker_give_no_advice():
     forged = [_case("a", "many"), _case("b", True)]
     forged[0].launches, forged[1].launches = "many", 10.0**9
-    assert diagnose.speed_advice(forged) == []
+    assert failure_codes.speed_advice(forged) == []
 
 
 def test_the_submissions_own_warning_filters_still_apply_in_the_watched_call(sync_mode):
@@ -222,8 +222,8 @@ def test_the_submissions_own_warning_filters_still_apply_in_the_watched_call(syn
 
 
 def test_forged_host_sync_figures_give_no_advice_and_no_text_of_their_own():
-    assert diagnose.speed_advice([_case("a", -3, "solution.py:1")]) == []
+    assert failure_codes.speed_advice([_case("a", -3, "solution.py:1")]) == []
     for at in ("solution.py:12\n\nstatus: pass, score 100", "<b>solution.py</b>:1", "a" * 5000 + ":1",
                "solution.py", 7):
-        (advice,) = diagnose.speed_advice([_case("a", 2, at)])
+        (advice,) = failure_codes.speed_advice([_case("a", 2, at)])
         assert advice["message"] == "2 operation(s) in one call of adamw_step made the host wait for the GPU"

@@ -1,5 +1,5 @@
 """The torch_compute rule: PyTorch may allocate, fill, view and copy during a checked call, nothing
-else (grader/kata/allowed_ops.py, grader/sandbox/guards.py, docs/SCORING.md). The cheats that break it are
+else (grader/kata/allowed_ops.py, grader/sandbox/torch_compute.py, docs/SCORING.md). The cheats that break it are
 under tests/cheats/ (tests/test_cheats.py); here: the ways round the check, one process running
 them all as the worker would (tests/op_escapes.py), the kata.yaml key, and honest code clean."""
 
@@ -212,8 +212,9 @@ def test_the_guards_do_not_import_dynamo():
     import sys
     code = (
         "import sys, torch\n"
-        "from grader.sandbox.guards import submission_guards, watch_torch_compute\n"
-        "from grader.sandbox.guardbands import GuardedFactories\n"
+        "from grader.sandbox.forbidden_ops import submission_guards\n"
+        "from grader.sandbox.torch_compute import watch_torch_compute\n"
+        "from grader.sandbox.out_of_bounds import GuardedFactories\n"
         "with submission_guards({}, {'aten.sort'}, []), watch_torch_compute(frozenset()), GuardedFactories():\n"
         "    torch.ones(3) + 1\n"
         "print('torch._dynamo' in sys.modules)\n")

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from conftest import WRONG, WRONG_GPU, expected_failures, kata_of_wrong
-from grader.judge.diagnose import ADVICE
+from grader.judge.failure_codes import ADVICE
 from grader.kata.catalog import get_kata
 from grader.results.report import render_report
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.grading.plan import build_plan
-from grader.judge import diagnose
+from grader.judge import failure_codes
 from grader.kata.format import Kata
 from grader.results.schema import ERROR, NOT_RUN, SKIPPED, CaseResult, GradeResult, TaskResult
 from grader.results.scoring import score, summarise_task
@@ -89,8 +89,8 @@ def lost_result(kata: Kata, path: str, sha256: str, mode: str, reason: str, trie
         tasks.append(TaskResult(name=task.name, threshold=task.threshold, baseline=task.baseline_name,
                                 cases=cases, correct=False))
         summarise_task(tasks[-1], kata.roofline_target)
-    findings = diagnose.Findings()
-    findings.diagnosis(diagnose.Diagnosis("internal_error", message.splitlines()[0]), None)
+    findings = failure_codes.Findings()
+    findings.diagnosis(failure_codes.Diagnosis("internal_error", message.splitlines()[0]), None)
     return GradeResult(
         kata=kata.name, title=kata.title, submission=path, submission_sha256=sha256, mode=mode,
         status=ERROR, correct=False, score=0.0, speedup=None, threshold=kata.threshold, roofline=None,

@@ -27,7 +27,7 @@ from pathlib import Path
 from grader import __version__
 from grader.grading import compile_ahead, cuda_probe, gpu_sharing, timing_evidence, warm_start
 from grader.grading.plan import PlannedCase, build_plan
-from grader.judge import diagnose, kernel_anatomy
+from grader.judge import failure_codes, kernel_anatomy
 from grader.kata.format import ITEMSIZE, Kata
 from grader.kata.gpu_memory import shortfall
 from grader.paths import package_dir
@@ -174,7 +174,7 @@ def _worker_env(mode: str, tmp: Path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     # torch.compile off: a compiled function runs eagerly, where the op recorder sees its ops
-    # (grader.sandbox.guards.compile_evidence names a submission that switches it back on).
+    # (grader.sandbox.torch_compute.compile_evidence names a submission that switches it back on).
     env["TORCH_COMPILE_DISABLE"] = env["TORCHDYNAMO_DISABLE"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep the user's workspace free of __pycache__
     env.setdefault("KINETO_LOG_LEVEL", "5")  # the anatomy's profiler: no log lines in the output
@@ -753,7 +753,7 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         message = (f"The submission wrote to {', '.join(run.protected_changed)} (the results store "
                    "or a report), which the grader alone may write. " + message).strip()
 
-    findings = diagnose.Findings()
+    findings = failure_codes.Findings()
     if fatal and not grade_cheat:
         stop_code = fatal.get("code", "cuda_fault")
     else:
@@ -778,7 +778,7 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
                 if grade_cheat:  # named once, for the whole grade
                     cases.append(case)
                     continue
-                detail = diagnose.Diagnosis(stop_code, _first_line(message)).to_dict()
+                detail = failure_codes.Diagnosis(stop_code, failure_codes.first_line(message)).to_dict()
                 stop_named = True
             elif run.stopped_at and case.status == NOT_RUN:
                 case.message = "not run: --fail-fast stopped at the first failing case"
@@ -791,17 +791,17 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
                                 baseline=task.baseline_name, cases=cases, correct=False))
     for t in tasks:
         summarise_task(t, kata.roofline_target)
-    hidden = diagnose.hidden_only([c for t in tasks for c in t.cases])
+    hidden = failure_codes.hidden_only([c for t in tasks for c in t.cases])
     if hidden:
         found, failed = hidden
         findings.diagnosis(found, _label(failed[0]), count=len(failed))
     if grade_cheat:
         findings.cheat(grade_cheat, None, message, first=True)
     elif load_error:
-        findings.diagnosis(diagnose.Diagnosis("load_error", _first_line(message)), None)
+        findings.diagnosis(failure_codes.Diagnosis("load_error", failure_codes.first_line(message)), None)
     elif (fatal or not done) and not stop_named:
-        findings.diagnosis(diagnose.Diagnosis(stop_code, _first_line(message)), None)
-    diagnose.attach_compiler_lines([c for t in tasks for c in t.cases], findings.diagnoses, run.output)
+        findings.diagnosis(failure_codes.Diagnosis(stop_code, failure_codes.first_line(message)), None)
+    failure_codes.attach_compiler_lines([c for t in tasks for c in t.cases], findings.diagnoses, run.output)
     cheats = findings.cheats
 
     speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)
@@ -829,17 +829,13 @@ def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Pla
         seed=seed, speed_measured=speed_measured,
         cheat=cheats[0]["reason"] if cheats else None, cheats=cheats, diagnoses=findings.diagnoses,
         # Advice on speed is for honest work: a grade named a cheat gets none.
-        advice=[] if cheats else diagnose.speed_advice([c for t in tasks for c in t.cases]),
+        advice=[] if cheats else failure_codes.speed_advice([c for t in tasks for c in t.cases]),
         sandbox=dict({k: v for k, v in sandbox_status.items() if k != "type"}, limits=limits.describe()),
     )
 
 
 def _label(case: CaseResult) -> str:
     return f"{case.task}/{case.name}/{case.dtype}"
-
-
-def _first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0]
 
 
 def _stop_code(run: WorkerRun) -> str:
@@ -857,23 +853,23 @@ def _timing_failure(case: CaseResult, failure: dict) -> dict | None:
         case.status = FAIL
         return failure.get("diagnosis")
     case.status = ERROR  # the submission raised while timed
-    return diagnose.Diagnosis("failed_while_timed", _first_line(case.message)).to_dict()
+    return failure_codes.Diagnosis("failed_while_timed", failure_codes.first_line(case.message)).to_dict()
 
 
-def _name_findings(case: CaseResult, detail: dict | None, findings: diagnose.Findings) -> None:
+def _name_findings(case: CaseResult, detail: dict | None, findings: failure_codes.Findings) -> None:
     """A failed case named: a cheat only on evidence an honest kernel cannot produce
-    (grader.judge.diagnose.CHEATS), else a diagnosis of what went wrong."""
+    (grader.judge.failure_codes.CHEATS), else a diagnosis of what went wrong."""
     if case.status not in (FAIL, ERROR):
         return
     if case.cheat:
-        kind, code = diagnose.classify(case.cheat, case.message)
+        kind, code = failure_codes.classify(case.cheat, case.message)
         if kind == "cheat":
             findings.cheat(code, _label(case), case.message)
             return
         case.cheat = None
-        detail = diagnose.Diagnosis(code, _first_line(case.message)).to_dict()
+        detail = failure_codes.Diagnosis(code, failure_codes.first_line(case.message)).to_dict()
     if not detail:
-        detail = diagnose.from_message(case.message, case.status).to_dict()
+        detail = failure_codes.from_message(case.message, case.status).to_dict()
     case.diagnosis = detail["code"]
     findings.diagnosis(detail, _label(case))
 

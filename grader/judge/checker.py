@@ -5,7 +5,7 @@ The worker (which does import it) only runs the calls and saves what they return
 nothing about values. The checker draws the same inputs from the grade's seed (grader.judge.inputs),
 computes the reference, takes the outputs the worker handed over (grader.judge.handover: CUDA IPC
 handles, or files loaded with weights_only=True, so no submission code can run here) and compares
-them. A failing output gets a diagnosis (grader.judge.diagnose: what was seen, and the likely bug);
+them. A failing output gets a diagnosis (grader.judge.failure_codes: what was seen, and the likely bug);
 the one cheat the values can prove is cached results (outputs that are copies of the result of
 earlier inputs).
 
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import torch
 
-from grader.judge import diagnose, handover
+from grader.judge import failure_codes, handover
 from grader.judge.compare import compare_values
 from grader.judge.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
 from grader.judge.properties import judge as judge_property
-from grader.judge.value_diagnosis import NEAR_MISS, analyse, excess
+from grader.judge.wrong_values import NEAR_MISS, analyse, excess
 from grader.kata.format import Kata, load_kata
 from grader.profiling import run_maybe_profiled
 from grader.timing.perturb import Replay, tensors
@@ -74,7 +74,7 @@ class Checker:
             if not isinstance(got_leaves, list) or len(got_leaves) != len(exp_leaves):
                 message = f"'{output.name}' is missing from the saved outputs"
                 return dict(worst, ok=False, message=message,
-                            diagnosis=diagnose.Diagnosis("wrong_output", message))
+                            diagnosis=failure_codes.Diagnosis("wrong_output", message))
             dtype = output_dtype(output, inputs)
             tol = task.tolerance(str(dtype).removeprefix("torch."), output, case)
             scales = self._scales(output, inputs, len(exp_leaves), rows)
@@ -86,7 +86,7 @@ class Checker:
                 problem = _structure(got, label, dtype, tuple(exp.shape))
                 if problem:
                     return dict(worst, ok=False, message=problem,
-                                diagnosis=diagnose.from_message(problem, "fail"))
+                                diagnosis=failure_codes.from_message(problem, "fail"))
                 cmp = compare_values(got.to(self.device), exp, label, mode=output.compare,
                                      atol=tol.atol, rtol=tol.rtol, ulp=output.ulp, scale=scale,
                                      allowance=allowance)
@@ -163,14 +163,14 @@ class Checker:
                 return low_name
         return None
 
-    def diagnosis(self, task, inputs, saved: dict, verdict: dict, dtype: str) -> diagnose.Diagnosis:
-        """What a failing verdict shows (grader.judge.diagnose), never a cheat."""
-        if isinstance(verdict.get("diagnosis"), diagnose.Diagnosis):
+    def diagnosis(self, task, inputs, saved: dict, verdict: dict, dtype: str) -> failure_codes.Diagnosis:
+        """What a failing verdict shows (grader.judge.failure_codes), never a cheat."""
+        if isinstance(verdict.get("diagnosis"), failure_codes.Diagnosis):
             return verdict["diagnosis"]
         leaf = verdict.get("leaf")
         if not leaf:
-            return diagnose.Diagnosis("property_failed" if task.property_fn else "wrong_values",
-                                      _first_line(verdict["message"]))
+            return failure_codes.Diagnosis("property_failed" if task.property_fn else "wrong_values",
+                                           failure_codes.first_line(verdict["message"]))
         downgraded = ((lambda: self.downgraded(task, inputs, saved))
                       if dtype == "float32" and leaf["got"].dtype == torch.float32 else None)
         return analyse(leaf["got"], leaf["expected"], mode=leaf["mode"], atol=leaf["atol"],
@@ -232,7 +232,7 @@ class Checker:
                 return _fail(result, verdict, "called again on the same buffers holding new inputs, "
                              "it returned the first call's result: results are cached across calls",
                              cheat="cached_results")
-            found = diagnose.Diagnosis("property_failed", _first_line(verdict["message"]))
+            found = failure_codes.Diagnosis("property_failed", failure_codes.first_line(verdict["message"]))
             return _fail(result, verdict, verdict["message"], found)
         result.update(status="pass", message="", **{k: verdict[k] for k in
                                                     ("max_abs_err", "max_rel_err", "mismatched", "total")})
@@ -276,10 +276,10 @@ class Checker:
                     f"timed call {call} returned the result of an earlier call's inputs, not of "
                     "the inputs it was given: results are cached across the timed calls")}
             seen = self.diagnosis(task, inputs, got, verdict, planned["dtype"])
-            found = diagnose.Diagnosis("timed_outputs_wrong", (
+            found = failure_codes.Diagnosis("timed_outputs_wrong", (
                 f"a timed call (call {call} of the timing loop, on inputs of the bench shape) "
                 f"returned wrong results although the checked calls were right "
-                f"({_first_line(verdict['message'])}); {seen.message}"))
+                f"({failure_codes.first_line(verdict['message'])}); {seen.message}"))
             return {"cheat": None, "diagnosis": found.to_dict(), "message": found.text}
         return None
 
@@ -392,16 +392,12 @@ def _at(rows) -> dict:
     return {} if rows is None else {"rows": rows}
 
 
-def _first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0]
-
-
-def _with(message: str, found: diagnose.Diagnosis) -> str:
+def _with(message: str, found: failure_codes.Diagnosis) -> str:
     """The comparison's summary, then what the diagnosis saw and advises, on a line of its own."""
     return f"{message}\n{found.text}"
 
 
-def _fail(result: dict, verdict: dict, message: str, found: diagnose.Diagnosis | None = None,
+def _fail(result: dict, verdict: dict, message: str, found: failure_codes.Diagnosis | None = None,
           cheat: str | None = None) -> dict:
     result.update(status="fail", message=message, cheat=cheat,
                   diagnosis=found.to_dict() if found else None)
@@ -411,27 +407,27 @@ def _fail(result: dict, verdict: dict, message: str, found: diagnose.Diagnosis |
     return result
 
 
-def _one_call_failed(found: diagnose.Diagnosis, verdict: dict, what: str,
-                     which: str) -> diagnose.Diagnosis:
+def _one_call_failed(found: failure_codes.Diagnosis, verdict: dict, what: str,
+                     which: str) -> failure_codes.Diagnosis:
     """One checked call of two failed. A near miss (an error of the size rounding produces) keeps
     its name: a draw that lands just outside the tolerance is not a race. Otherwise the error
     depends on the input values; a race is only one candidate among them, and with errors within
     NEAR_MISS times the tolerance it is not suggested at all."""
     if found.code == "near_miss":
-        return diagnose.Diagnosis("near_miss", f"{found.message}; {what}, so the draw decides how "
-                                  "far the rounding goes", found.advice)
+        return failure_codes.Diagnosis("near_miss", f"{found.message}; {what}, so the draw decides how "
+                                       "far the rounding goes", found.advice)
     leaf = verdict.get("leaf") or {}
     times = (excess(leaf["got"], leaf["expected"], atol=leaf["atol"], rtol=leaf["rtol"],
                     scale=leaf.get("scale"), allowance=leaf.get("allowance"))
              if leaf.get("mode") == "allclose" and not leaf.get("others_far") else math.inf)
     if times <= NEAR_MISS:
-        return diagnose.Diagnosis("input_dependent_error", (
+        return failure_codes.Diagnosis("input_dependent_error", (
             f"{what}; on the {which}: {found.message}. Every error is within {times:.2g}x of the "
             "tolerance: a small error that depends on the values (rounding, or a term slightly off), "
             "not the signature of a race (a race gives different results for the same inputs)"),
             "look at the formula's rounding and its small terms: constants computed in float32 on "
             "the device, an exponential of a large offset, eps, a bias correction")
-    return diagnose.Diagnosis("input_dependent_error", f"{what}; on the {which}: {found.message}")
+    return failure_codes.Diagnosis("input_dependent_error", f"{what}; on the {which}: {found.message}")
 
 
 def _same_outputs(a: dict, b: dict) -> bool:

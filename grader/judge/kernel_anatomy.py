@@ -297,7 +297,7 @@ def findings(case) -> dict[str, str]:
 
 
 def advice(cases) -> list[dict[str, Any]]:
-    """The anatomy's advice, once per code, in the shape of grader.judge.diagnose's."""
+    """The anatomy's advice, once per code, in the shape of grader.judge.failure_codes's."""
     seen: dict[str, list] = {}
     for case in cases:
         for code, message in findings(case).items():

@@ -3,7 +3,7 @@
 The outputs must be computed by the submission's Triton kernels. PyTorch may allocate tensors, fill
 them with a constant, take views and change metadata, and copy tensors on their device (layout and
 dtype copies); nothing else that computes on tensor data. A kata may allow more (kata.yaml
-`allowed_ops`) and its `forbidden` list always wins. grader/sandbox/guards.py enforces it; this
+`allowed_ops`) and its `forbidden` list always wins. grader/sandbox/torch_compute.py enforces it; this
 module only names the ops, without importing torch, so `kata show` and grader.kata.format can use
 it.
 

@@ -16,7 +16,7 @@ On a GPU the worker measures each checked call with the CUDA caching allocator's
                  - what the grader itself allocates during the call
 
 The grader's own part is the guard bands around every tensor the submission creates
-(grader.sandbox.guardbands) and the instant each new tensor is copied into its guarded storage, when
+(grader.sandbox.out_of_bounds) and the instant each new tensor is copied into its guarded storage, when
 it exists twice: the meter is paused across that copy (`PeakMeter.excluded`). A call over the
 budget fails with the diagnosis `memory_budget`: too much memory is a design flaw, never a cheat.
 The Triton interpreter runs on the CPU, which has no peak-memory counter: there the check is

@@ -13,7 +13,7 @@ is imported:
 
 A checked call must launch at least one Triton kernel, from the calling thread, on the stream the
 grader is timing. The storages of the tensors handed to the kernels launched during a call are
-kept: grader.sandbox.guards tells the submission's own intermediate results (what its kernels
+kept: grader.sandbox.torch_compute tells the submission's own intermediate results (what its kernels
 could have written) from the kata's inputs by them.
 """
 

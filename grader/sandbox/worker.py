@@ -41,8 +41,9 @@ from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
 from grader.profiling import run_maybe_profiled
 from grader.sandbox import integrity, launches, lockdown, progress
 from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
-from grader.sandbox.guardbands import GuardedFactories, guarded_copy
-from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
+from grader.sandbox.forbidden_ops import resolve_forbidden, submission_guards
+from grader.sandbox.out_of_bounds import GuardedFactories, guarded_copy
+from grader.sandbox.torch_compute import install_op_checks, watch_torch_compute
 from grader.sandbox.provenance import COUNT, INPUT, Provenance
 from grader.timing import anatomy, sizing
 from grader.timing.ceilings import cache_key, far_off
@@ -185,7 +186,7 @@ def _check_bands(guard, what: str) -> None:
 
 def rule_broken(own: list[str], counts: list[str]) -> str:
     """The message of a call whose PyTorch work touched only its own results, or counted integer
-    inputs (grader.sandbox.provenance): a rule broken, not a cheat (grader.judge.diagnose reads
+    inputs (grader.sandbox.provenance): a rule broken, not a cheat (grader.judge.failure_codes reads
     its first words)."""
     parts = []
     if own:
@@ -240,7 +241,7 @@ class CaseRunner:
         self.python_forbidden, self.aten_forbidden = resolve_forbidden(task.forbidden)
         self.torch_allowed = effective_allowed(task.allowed_ops, task.forbidden)
         self.forbidden_casts = frozenset(task.forbidden_casts)
-        self.torch_ops = None  # what the last call did with PyTorch (grader.sandbox.guards.TorchOps)
+        self.torch_ops = None  # what the last call did with PyTorch (grader.sandbox.torch_compute.TorchOps)
         self.provenance: Provenance | None = None  # where the last call's tensors came from
         self.floating_outputs = True  # every output of the last call is floating point
         self.cases = {c.name: c for c in task.cases}
@@ -392,7 +393,7 @@ class CaseRunner:
             raise TamperingError(changed)
 
     def _check_op_escapes(self) -> None:
-        """The PyTorch-op check was switched off or gone round during the call (grader.sandbox.guards)."""
+        """The PyTorch-op check was switched off or gone round during the call (grader.sandbox.torch_compute)."""
         ops = self.torch_ops
         if ops.escapes:
             raise CaseProblem(f"switched off or went round the check on PyTorch ops: {'; '.join(ops.escapes[:3])}. "

@@ -1,156 +1,34 @@
-"""What is in force while the submission's entry function runs (in the worker; needs torch).
+"""torch_compute: PyTorch may not do the task's work (grader/kata/allowed_ops.py names what it
+may do). In the worker, during each checked call; needs torch.
 
-- Forbidden framework ops: a TorchFunctionMode catches Python-level calls however they are
-  spelled (an alias, a lambda, a method), a TorchDispatchMode catches the aten op underneath.
-- Poisoned outputs: with deterministic algorithms on and fill_uninitialized_memory set, every
-  torch.empty* the submission makes is filled with NaN (floats) or the largest integer, so
-  elements its kernel never writes cannot pass by inheriting a previous result.
+Three independent records of one checked call, compared after it:
+- a TorchDispatchMode on top of the mode stack sees every aten op the submission calls (by
+  overload packet), flags those not allowed, ops on tensor subclasses (whose own
+  __torch_dispatch__ could hide work) and copies from a device to the host;
+- a TorchFunctionMode sees Python-level reads of values on the host (.numpy(), .tolist(),
+  printing), which run no aten op;
+- the legacy autograd profiler (RecordFunction callbacks, below the Python dispatch key) sees
+  the ops that ran even where the modes were switched off (_DisableTorchDispatch, popped
+  modes, excluded dispatch keys, a Python kernel registered over an allowed op).
+Ways round all three that Python offers directly (redispatch with an explicit key set, turning
+RecordFunction or the profiler off, threads) are wrapped before the submission is imported and
+leave evidence. What no in-process check can see is listed in docs/SCORING.md.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import sys
-import threading
-import warnings
 from dataclasses import dataclass, field
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.kata.allowed_ops import BASE_ALLOWED, HOST_READS, describe
+from grader.sandbox.forbidden_ops import GraderDispatchMode, grader_machinery, in_machinery
 from grader.sandbox.provenance import INPUT, OWN, Provenance
 
-
-class ForbiddenOpError(RuntimeError):
-    pass
-
-
-def resolve_forbidden(names) -> tuple[dict, set[str]]:
-    """Split declared names into Python callables (by id) and aten op packet names."""
-    python_level: dict[int, str] = {}
-    aten_level: set[str] = set()
-    for name in names:
-        if name.startswith("aten."):
-            aten_level.add(name)
-            continue
-        obj = _resolve_dotted(name)
-        if obj is not None:
-            python_level[id(obj)] = name
-    return python_level, aten_level
-
-
-def _resolve_dotted(name: str):
-    parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            return None  # not in this torch version: nothing to forbid
-        return obj
-    return None
-
-
-class GraderDispatchMode(TorchDispatchMode):
-    """The base of the grader's dispatch modes (here and in grader.sandbox.guardbands). It says
-    _should_skip_dynamo() is False: otherwise torch wraps each mode's __torch_dispatch__ in
-    torch._dynamo.disable, and the first op the submission runs imports torch._dynamo (5.7 s of
-    a 17 s grade on an H100 host). The wrapper only matters when Dynamo traces the submission's
-    own Python, which it is not there to do."""
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False
-
-
-class _ForbiddenFunctions(TorchFunctionMode):
-    def __init__(self, python_level: dict[int, str], seen: list[str], provenance: Provenance | None = None):
-        super().__init__()
-        self.python_level = python_level
-        self.seen = seen
-        self.provenance = provenance
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = self.python_level.get(id(func))
-        if name is not None:
-            self.seen.append(name)
-            if self.provenance is not None:
-                self.provenance.forbidden.append(self.provenance.classify(name, args, kwargs))
-            raise ForbiddenOpError(f"{name} is forbidden in this kata")
-        return func(*args, **(kwargs or {}))
-
-
-class _ForbiddenAtenOps(GraderDispatchMode):
-    def __init__(self, aten_level: set[str], seen: list[str], provenance: Provenance | None = None):
-        super().__init__()
-        self.aten_level = aten_level
-        self.seen = seen
-        self.provenance = provenance
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = str(func.overloadpacket)
-        if name in self.aten_level and not (_in_machinery() and name in BASE_ALLOWED):
-            self.seen.append(name)
-            if self.provenance is not None:  # the recorder above has copied the operands already
-                self.provenance.forbidden.append(self.provenance.classify(name, args, kwargs, snapshot=False))
-            raise ForbiddenOpError(f"{name} (the op behind it) is forbidden in this kata")
-        return func(*args, **(kwargs or {}))
-
-
-@contextlib.contextmanager
-def poisoned_allocations():
-    previous_enabled = torch.are_deterministic_algorithms_enabled()
-    previous_warn = torch.is_deterministic_algorithms_warn_only_enabled()
-    previous_fill = torch.utils.deterministic.fill_uninitialized_memory
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        # The C switch itself: torch.use_deterministic_algorithms also imports torch._inductor
-        # (to set its config), seconds of start-up that do nothing for a grade.
-        torch._C._set_deterministic_algorithms(True, warn_only=True)
-        torch.utils.deterministic.fill_uninitialized_memory = True
-        try:
-            yield
-        finally:
-            torch._C._set_deterministic_algorithms(previous_enabled, warn_only=previous_warn)
-            torch.utils.deterministic.fill_uninitialized_memory = previous_fill
-
-
-@contextlib.contextmanager
-def submission_guards(python_level: dict[int, str], aten_level: set[str], seen: list[str],
-                      provenance: Provenance | None = None):
-    """Everything in force during a checked call; `seen` collects forbidden names caught (and
-    `provenance.forbidden`, when given, what each was called on)."""
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(poisoned_allocations())
-        if python_level:
-            stack.enter_context(_ForbiddenFunctions(python_level, seen, provenance))
-        if aten_level:
-            stack.enter_context(_ForbiddenAtenOps(aten_level, seen, provenance))
-        yield
-
-
-# --- torch_compute: PyTorch may not do the work (grader/kata/allowed_ops.py names what it may do) ---
-#
-# Three independent records of one checked call, compared after it:
-# - a TorchDispatchMode on top of the mode stack sees every aten op the submission calls (by
-#   overload packet), flags those not allowed, ops on tensor subclasses (whose own
-#   __torch_dispatch__ could hide work) and copies from a device to the host;
-# - a TorchFunctionMode sees Python-level reads of values on the host (.numpy(), .tolist(),
-#   printing), which run no aten op;
-# - the legacy autograd profiler (RecordFunction callbacks, below the Python dispatch key) sees
-#   the ops that ran even where the modes were switched off (_DisableTorchDispatch, popped
-#   modes, excluded dispatch keys, a Python kernel registered over an allowed op).
-# Ways round all three that Python offers directly (redispatch with an explicit key set, turning
-# RecordFunction or the profiler off, threads) are wrapped before the submission is imported and
-# leave evidence. What no in-process check can see is listed in docs/SCORING.md.
 
 @dataclass
 class TorchOps:
@@ -175,24 +53,6 @@ class TorchOps:
         if what not in self.escapes:
             self.escapes.append(what)
 
-
-_machinery = threading.local()  # depth of Triton's own argument marshalling on this thread
-
-
-def _in_machinery() -> bool:
-    return getattr(_machinery, "depth", 0) > 0
-
-
-@contextlib.contextmanager
-def grader_machinery():
-    """The grader's or Triton's own tensor work inside a checked call (guard-band copies, the
-    interpreter's argument copies): judged by the base allow-list, never by the kata's
-    `forbidden`, so a kata may forbid aten.copy_ without tripping over them."""
-    _machinery.depth = getattr(_machinery, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _machinery.depth -= 1
 
 
 def _packet(func) -> str:
@@ -229,11 +89,11 @@ class _OpRecorder(GraderDispatchMode):
             kinds = ", ".join(sorted({t.__name__ for t in hiding}))
             self.record.add(f"{name} on a tensor subclass ({kinds}), whose __torch_dispatch__ "
                             "can run work this check cannot see", name)
-        elif name not in self.allowed and not (_in_machinery() and name in BASE_ALLOWED):
+        elif name not in self.allowed and not (in_machinery() and name in BASE_ALLOWED):
             kind = self._kind(name, args, kwargs)
             self.record.add(name, kind=kind)
         result = func(*args, **(kwargs or {}))
-        if self.provenance is not None and not _in_machinery():
+        if self.provenance is not None and not in_machinery():
             try:
                 self.provenance.follow(name, args, kwargs, result, kind)
             except Exception:  # noqa: BLE001 - what it wrote stays of unknown origin: the inputs'
@@ -242,7 +102,7 @@ class _OpRecorder(GraderDispatchMode):
             if _reads_to_host(args, result):
                 self.record.add(f"{name} from the device to the host (.cpu(), .to('cpu'))", name,
                                 kind=self._kind(name, args, kwargs))
-            cast = _cast_into(name, args, result) if self.forbidden_casts and not _in_machinery() else None
+            cast = _cast_into(name, args, result) if self.forbidden_casts and not in_machinery() else None
             if cast in self.forbidden_casts:
                 self.record.add(f"{name}, a conversion into torch.{cast} (.to(torch.{cast}), or copy_ "
                                 f"into a {cast} tensor): rounding into {cast} is this task's work, "

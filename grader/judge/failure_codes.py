@@ -7,7 +7,7 @@ timing-aware behaviour, a time below the physical floor. Everything an honest bu
 cause is a **diagnosis**: a short code, a sentence of what was seen, and advice about the likely
 bug. Both fail the grade; only a cheat is shown as "Rejected" (docs/SCORING.md has both tables).
 
-What a failing output's values show is grader.judge.value_diagnosis (`analyse`, run by the checker);
+What a failing output's values show is grader.judge.wrong_values (`analyse`, run by the checker);
 this module is the vocabulary, with no torch import: the command-line process uses it.
 """
 
@@ -226,11 +226,12 @@ def from_message(message: str, status: str) -> Diagnosis:
             if code == "compiler_error":
                 return Diagnosis(code, "Triton's compiler failed on this kernel (an internal error, "
                                        "not necessarily a bug in your code): " + _last_line(message))
-            return Diagnosis(code, _first_line(message))
-    return Diagnosis("exception" if status == "error" else "wrong_output", _first_line(message))
+            return Diagnosis(code, first_line(message))
+    return Diagnosis("exception" if status == "error" else "wrong_output", first_line(message))
 
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
+    """A message's first line: what a diagnosis quotes of an error or a failed check."""
     return (text.strip().splitlines() or [""])[0]
 
 

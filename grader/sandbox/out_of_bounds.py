@@ -1,4 +1,4 @@
-"""Guard bands: every tensor the grader hands out, and every tensor the submission creates while
+"""Out-of-bounds writes, caught by guard bands: every tensor the grader hands out, and every tensor the submission creates while
 checked, sits between two bands of a known byte pattern. A kernel that stores past either end of
 a tensor (an unmasked tail, a wrong offset) overwrites a band, which is checked after the call.
 """
@@ -9,7 +9,7 @@ from contextlib import nullcontext
 
 import torch
 
-from grader.sandbox.guards import GraderDispatchMode, grader_machinery
+from grader.sandbox.forbidden_ops import GraderDispatchMode, grader_machinery
 
 GUARD_BYTES = 1024  # a multiple of every element size, so alignment is kept
 PATTERN = 0xA5

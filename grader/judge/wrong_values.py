@@ -2,7 +2,7 @@
 imports the submission): a tail or the end of every row never written, NaN or 0 on rows of
 large magnitude, one wrong factor per row or per column, a float32 result computed in a lower
 precision. When nothing specific fits it says so plainly, with the mismatch summary: a
-diagnosis must be useful, but never wrong. The codes and their advice: grader.judge.diagnose.
+diagnosis must be useful, but never wrong. The codes and their advice: grader.judge.failure_codes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Callable
 import torch
 
 from grader.judge.compare import close_mask, norm_error
-from grader.judge.diagnose import Diagnosis
+from grader.judge.failure_codes import Diagnosis
 
 LARGE_INPUT = 50.0  # |x| from which exp (and, summed, squares in float16) start to overflow
 SCALE_SPREAD = 1e-3  # a factor is "the same" across a row when it varies less than this (relative)
