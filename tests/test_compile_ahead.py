@@ -19,7 +19,7 @@ from grader.sandbox import watchdog
 
 ROOT = Path(__file__).resolve().parents[1]
 # A helper's limits in the tests that launch stand-in processes.
-LIMITS = watchdog.Limits(wall_s=120, memory_bytes=1 << 30, processes=4, output_bytes=1 << 20)
+LIMITS = watchdog.ResourceLimits(wall_s=120, memory_bytes=1 << 30, processes=4, output_bytes=1 << 20)
 
 
 def _plan(kata, mode="gpu"):

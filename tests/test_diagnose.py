@@ -344,7 +344,7 @@ def _assembled(mode: str, change) -> object:
     events = [{"type": "env", "device": "test", "versions": {}, "ceilings": None},
               {"type": "done"}]
     run = WorkerRun(events, 0, None, "", 0, [], verdicts, timing_failures)
-    limits = watchdog.Limits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
+    limits = watchdog.ResourceLimits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
     return _assemble(kata, Path("/nonexistent/solution.py"), mode, 1, plan, run, limits)
 
 
@@ -427,7 +427,7 @@ def test_a_changed_store_is_a_cheat_only_where_landlock_could_not_stop_the_write
     events = [{"type": "env", "device": "test", "versions": {}, "ceilings": None},
               {"type": "sandbox", "filesystem_restricted": restricted}, {"type": "done"}]
     run = WorkerRun(events, 0, None, "", 0, ["/home/u/results.sqlite"], verdicts, {})
-    limits = watchdog.Limits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
+    limits = watchdog.ResourceLimits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
     result = _assemble(kata, Path("/nonexistent/solution.py"), "interpret", 1, plan, run, limits)
     assert result.cheat == cheat
     assert result.status == ("pass" if cheat is None else "error")

@@ -269,7 +269,7 @@ def test_first_call_outputs_are_handed_over_as_copies(fixture_katas, monkeypatch
 
 def test_every_builtin_kata_declares_its_measured_gpu_memory():
     # A learner on a smaller GPU is warned before the grade and told why a case ran out of
-    # memory (grader.kata.gpu_memory); compile-ahead helpers start only where it leaves room.
+    # memory (grader.kata.gpu_memory_fit); compile-ahead helpers start only where it leaves room.
     undeclared = [k.name for k in catalog.all_katas() if not k.gpu_memory_gib]
     assert not undeclared, f"declare gpu_memory_gib (measured: docs/PERFORMANCE.md) in {undeclared}"
     raw = _minimal()

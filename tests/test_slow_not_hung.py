@@ -15,7 +15,7 @@ import torch
 from cpu_timing import KeepAt, cpu_timing
 from grader.grading import runner
 from grader.kata.catalog import get_kata
-from grader.kata.limits import case_limit_s
+from grader.kata.time_limits import case_limit_s
 from grader.sandbox import progress
 from grader.timing import sizing
 

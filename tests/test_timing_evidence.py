@@ -179,7 +179,7 @@ def test_a_suspect_judge_that_fails_times_nothing_again(referee_line):
 KATA = get_kata("vector_add")
 GPU_PLAN = build_plan(KATA, "gpu")
 BENCH = next(p for p in GPU_PLAN if p.bench and not p.skip_reason and p.dtype == "float32")
-LIMITS = watchdog.Limits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
+LIMITS = watchdog.ResourceLimits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
 ENV = {"device": H200, "versions": {}, "ceilings": IDLE, "ceilings_measured": False}
 
 

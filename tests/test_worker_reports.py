@@ -18,7 +18,7 @@ KATA = get_kata("vector_add")
 PLAN = build_plan(KATA, "gpu")
 BENCH = next(p for p in PLAN if p.bench and not p.skip_reason and p.dtype == "float32")
 CEILINGS = {"copy_gbps": 3000.0, "matmul_tflops": 700.0}
-LIMITS = watchdog.Limits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
+LIMITS = watchdog.ResourceLimits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
 
 
 def _passing(planned) -> dict:

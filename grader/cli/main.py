@@ -176,7 +176,7 @@ def grade(path, as_json, report, interpret, gpu, timeout, fail_fast, keep_going,
         click.echo(f"Grading {solution} against {kata.name} ({mode} mode)...", err=True)
         if mode == "gpu":
             from grader.grading.cuda_probe import total_memory_bytes
-            from grader.kata.gpu_memory import shortfall
+            from grader.kata.gpu_memory_fit import shortfall
             too_small = shortfall(kata, total_memory_bytes())
             if too_small:
                 click.echo(f"Warning: {too_small}.", err=True)

@@ -139,7 +139,7 @@ class Helpers:
     (when, "ahead", key) for each case a helper finishes."""
 
     def __init__(self, runs: list[list[dict]], request: dict, grade_dir: Path,
-                 limits: watchdog.Limits, launch, env_for, timeline: list | None = None,
+                 limits: watchdog.ResourceLimits, launch, env_for, timeline: list | None = None,
                  start_after_s: float | None = None):
         self.helpers = [_Helper(i, run) for i, run in enumerate(runs)]
         self._request, self._grade_dir, self._limits = request, grade_dir, limits

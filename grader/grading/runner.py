@@ -29,7 +29,7 @@ from grader.grading import compile_ahead, cuda_probe, gpu_sharing, timing_eviden
 from grader.grading.plan import PlannedCase, build_plan
 from grader.judge import failure_codes, kernel_anatomy
 from grader.kata.format import ITEMSIZE, Kata
-from grader.kata.gpu_memory import shortfall
+from grader.kata.gpu_memory_fit import shortfall
 from grader.paths import package_dir
 from grader.results.schema import (ERROR, FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, GradeResult, Mismatch,
                                    TaskResult)
@@ -113,7 +113,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     submission = Path(submission).resolve()
     mode = mode or default_mode()
     seed = secrets.randbits(32) if seed is None else seed
-    limits = watchdog.Limits(
+    limits = watchdog.ResourceLimits(
         wall_s=timeout_s or kata.time_limit_s[mode],
         memory_bytes=int(memory_gib * watchdog.GIB) if memory_gib else watchdog.default_memory_bytes(),
         processes=MAX_PROCESSES, output_bytes=OUTPUT_CAP_BYTES)
@@ -208,7 +208,7 @@ def _grade_folder() -> str | None:
 
 
 def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[PlannedCase],
-                limits: watchdog.Limits, protected, options: dict) -> WorkerRun:
+                limits: watchdog.ResourceLimits, protected, options: dict) -> WorkerRun:
     with tempfile.TemporaryDirectory(prefix="kata-grade-", dir=_grade_folder()) as tmp:
         tmp_path = Path(tmp)
         for sub in ("work", "tmp", "outputs"):
@@ -505,7 +505,7 @@ GPU_BUSY_MESSAGE = ("The GPU ran out of memory while the grader itself worked (c
 
 def gpu_busy_message(kata: Kata, mode: str, error: str) -> str:
     """The grader's own work found the GPU full: another grade or program shares it, or the GPU
-    is smaller than the kata's grade needs (its declared peak, grader.kata.gpu_memory, says so
+    is smaller than the kata's grade needs (its declared peak, grader.kata.gpu_memory_fit, says so
     first)."""
     too_small = shortfall(kata, cuda_probe.total_memory_bytes()) if mode == "gpu" else None
     return (f"{too_small}.\n" if too_small else "") + GPU_BUSY_MESSAGE + error
@@ -681,7 +681,7 @@ def _parent_floor(case: CaseResult, kata: Kata, planned: PlannedCase, ceilings: 
 
 
 def _assemble(kata: Kata, submission: Path, mode: str, seed: int, plan: list[PlannedCase],
-              run: WorkerRun, limits: watchdog.Limits) -> GradeResult:
+              run: WorkerRun, limits: watchdog.ResourceLimits) -> GradeResult:
     # Events the worker never writes in that form are forgeries (named below), never read.
     malformed = [e for e in run.events if _malformed(e)]
     events = [e for e in run.events if not _malformed(e)]
@@ -946,7 +946,7 @@ def _environment(env: dict, ceilings: dict | None, physical: dict | None, run: W
 
 
 def _stopped_early_message(run: WorkerRun, in_progress: dict | None, started: bool,
-                           limits: watchdog.Limits) -> str:
+                           limits: watchdog.ResourceLimits) -> str:
     """Why the worker stopped before reporting 'done', and where it was."""
     where = ""
     if in_progress:

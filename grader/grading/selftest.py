@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from grader.grading.runner import grade
-from grader.kata import limits
+from grader.kata import time_limits
 from grader.kata.format import Kata
 from grader.results.schema import PASS, GradeResult
 from grader.sandbox.control import GpuTurns
@@ -46,7 +46,7 @@ def selftest(katas: list[Kata], mode: str | None = None, timeout_s: float | None
         # Waiting for a turn counts against the whole grade's limit: give it room, but keep
         # each case's own limit.
         return grade(kata, path, mode, timeout_s=timeout_s or 20 * 60,
-                     case_timeout_s=timeout_s or limits.CASE_CAP_S,
+                     case_timeout_s=timeout_s or time_limits.CASE_CAP_S,
                      fail_fast=path == kata.stub_path, turns=turns)
 
     first = None

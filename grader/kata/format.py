@@ -15,7 +15,7 @@ import yaml
 
 from grader.kata.allowed_ops import CAST_TARGETS, HOST_READS, is_op_name
 from grader.kata.costexpr import CostExpressionError, evaluate, number_or_expression
-from grader.kata.limits import GRADE_LIMIT_S
+from grader.kata.time_limits import GRADE_LIMIT_S
 from grader.kata.memory_budget import MemoryBudget, MemoryBudgetError, parse_memory_budget
 
 MODES = ("interpret", "gpu")

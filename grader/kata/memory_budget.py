@@ -1,4 +1,5 @@
-"""Memory budgets: how much GPU memory one call may use beyond its inputs and outputs.
+"""Memory budgets: how much GPU memory one call may use beyond its inputs and outputs (a design
+rule of the kata; whether the whole grade fits this GPU is grader.kata.gpu_memory_fit).
 
 A kata whose point is not to materialise a large intermediate (cross_entropy: no float32 copy of
 the logits, no (B, V) softmax) declares a budget per task in kata.yaml (docs/KATA_FORMAT.md,

@@ -19,7 +19,10 @@ GIB = 1 << 30
 
 
 @dataclass
-class Limits:
+class ResourceLimits:
+    """What the worker's process tree may use, held from outside (not a case's time limit: that
+    is grader.kata.time_limits, judged by the Referee; nor a kata's memory_budget)."""
+
     wall_s: float
     memory_bytes: int  # resident memory of the worker and everything it started
     processes: int  # the worker included
@@ -85,7 +88,7 @@ def descendants(root: int, table: dict[int, tuple[int, int, int]]) -> list[int]:
     return found
 
 
-def watch(proc: subprocess.Popen, limits: Limits, output_path: Path,
+def watch(proc: subprocess.Popen, limits: ResourceLimits, output_path: Path,
           seen: dict[int, int], extra=None, poll_s: float = POLL_S) -> Breach | None:
     """Wait for proc to exit; returns the first limit it broke (the caller kills it).
 

@@ -36,8 +36,8 @@ from grader.judge.inputs import AGAIN, case_seed, flatten, make_case_inputs, out
 from grader.kata import memory_budget
 from grader.kata.allowed_ops import describe, effective_allowed
 from grader.kata.format import load_kata
-from grader.kata.gpu_memory import shortfall
-from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
+from grader.kata.gpu_memory_fit import shortfall
+from grader.kata.time_limits import CASE_CAP_S, case_limit_s, timing_limit_s
 from grader.profiling import run_maybe_profiled
 from grader.sandbox import integrity, launches, lockdown, progress
 from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
@@ -235,7 +235,7 @@ class CaseRunner:
     def __init__(self, spec, task, fn, submission: Path, device: str, seed: int, outdir: Path,
                  snapshot: integrity.Snapshot, gpu_too_small: str | None = None):
         self.spec, self.task, self.fn = spec, task, fn
-        self.gpu_too_small = gpu_too_small  # grader.kata.gpu_memory.shortfall on this GPU, if any
+        self.gpu_too_small = gpu_too_small  # grader.kata.gpu_memory_fit.shortfall on this GPU, if any
         self.submission, self.device, self.seed = submission, device, seed
         self.outdir, self.snapshot = outdir, snapshot
         self.python_forbidden, self.aten_forbidden = resolve_forbidden(task.forbidden)

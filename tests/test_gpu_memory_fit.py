@@ -1,11 +1,11 @@
-"""A kata's declared GPU-grade peak against the GPU's memory (grader.kata.gpu_memory): said before a
+"""A kata's declared GPU-grade peak against the GPU's memory (grader.kata.gpu_memory_fit): said before a
 grade, where the grader's own work runs out of memory, and where a case does."""
 
 from __future__ import annotations
 
 from grader.grading import runner
 from grader.kata import catalog
-from grader.kata.gpu_memory import GIB, shortfall
+from grader.kata.gpu_memory_fit import GIB, shortfall
 
 
 def test_a_gpu_smaller_than_the_katas_measured_peak_is_named():

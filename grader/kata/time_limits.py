@@ -5,6 +5,9 @@ the kernels) plus a multiple of the time the kata's baseline takes on the same i
 that a hang is reported within a minute. Time spent compiling or autotuning is added to the
 limit of whichever case it happens in (grader.sandbox.progress, capped). `--timeout S` sets
 every case's limit (and the whole grade's) to S, for kernels that are honestly slow.
+
+These are time limits only; the worker's CPU memory, processes and output are held by the
+parent's watchdog (grader.sandbox.watchdog.ResourceLimits).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ an 80 GB H100) against the GPU's memory, said before the grade and where a case 
 
 The peak was measured with the caching allocator free to keep what it had freed, so a smaller
 GPU may still fit the grade: the message says the large cases *may* not fit, never that they
-will fail.
+will fail. (How much one call may use beyond its inputs and outputs is a different limit, the
+kata's memory_budget: grader.kata.memory_budget.)
 """
 
 from __future__ import annotations
