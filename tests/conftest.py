@@ -11,6 +11,8 @@ from grader.grading.runner import grade
 from grader.kata.catalog import all_katas, get_kata
 
 TESTS = Path(__file__).parent
+# Katas and solutions that exist only for the tests (fixtures/katas, fixtures/reference...).
+FIXTURES = TESTS / "fixtures"
 WRONG = TESTS / "wrong"
 # Planted bugs only a GPU can show (they pass the interpreter): tests/gpu/test_gpu_wrong.py.
 WRONG_GPU = TESTS / "wrong_gpu"
@@ -74,6 +76,18 @@ def write(tmp_path: Path, source: str, name: str = "solution.py") -> Path:
     path = tmp_path / name
     path.write_text(source)
     return path
+
+
+@pytest.fixture()
+def fixture_katas(monkeypatch):
+    """The test-only katas (tests/fixtures/katas: toy_gemm, toy_multi...) findable by name
+    (TRITON_KATA_PATH), for the test's duration."""
+    from grader.kata import catalog
+
+    monkeypatch.setenv("TRITON_KATA_PATH", str(FIXTURES))
+    catalog._load.cache_clear()
+    yield
+    catalog._load.cache_clear()
 
 
 @pytest.fixture()

@@ -14,16 +14,14 @@ import re
 
 import pytest
 
-from conftest import KATA_NAMES, TESTS, kata_of_wrong
+from conftest import FIXTURES, KATA_NAMES, TESTS, kata_of_wrong
 from grader.judge.failure_codes import ADVICE, CHEATS, RECLASSIFIED
-from grader.kata import catalog
 from grader.results.report import render_report
 from grader.results.schema import CaseResult
 
 CHEAT_FILES = sorted((TESTS / "cheats").glob("*.py"))
 GAMING = sorted((TESTS / "gaming").glob("*.py"))
 # Katas that exist only for the tests (tests/fixtures/katas), found through TRITON_KATA_PATH.
-FIXTURES = TESTS / "fixtures"
 FIXTURE_KATAS = sorted(p.name for p in (FIXTURES / "katas").iterdir() if (p / "kata.yaml").is_file())
 
 
@@ -36,15 +34,13 @@ def kata_of_cheat(path) -> str:
 
 
 @pytest.fixture()
-def kata_roots(monkeypatch):
+def kata_roots(request):
     """use(kata): makes the fixture katas findable when `kata` is one of them."""
     def use(kata: str) -> None:
         if kata in FIXTURE_KATAS:
-            monkeypatch.setenv("TRITON_KATA_PATH", str(FIXTURES))
-            catalog._load.cache_clear()
+            request.getfixturevalue("fixture_katas")
 
-    yield use
-    catalog._load.cache_clear()
+    return use
 
 
 def declared_reason(path) -> str:

@@ -70,16 +70,8 @@ def test_show_says_what_pytorch_may_do():
     assert "forbidden: torch.softmax" in result.output
 
 
-def test_show_lists_what_a_kata_also_allows(monkeypatch):
-    from pathlib import Path
-
-    from grader.kata import catalog
-    monkeypatch.setenv("TRITON_KATA_PATH", str(Path(__file__).parent / "fixtures"))
-    catalog._load.cache_clear()
-    try:
-        result = invoke("show", "toy_gemm")
-    finally:
-        catalog._load.cache_clear()
+def test_show_lists_what_a_kata_also_allows(fixture_katas):
+    result = invoke("show", "toy_gemm")
     assert "PyTorch ops this task also allows: aten.constant_pad_nd" in result.output
 
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import FIXTURES
 from grader.grading.runner import grade
 from grader.kata import catalog
 from grader.kata.costexpr import CostExpressionError, evaluate
 from grader.kata.format import KataFormatError, load_kata, parse_kata
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def documented_examples() -> list[dict]:
@@ -195,14 +195,6 @@ def test_a_task_skipped_whole_in_a_mode_is_not_graded_there():
     assert tasks_correct([task("int8", "pass", "skipped"), fp8_on_the_interpreter])
     assert not tasks_correct([task("int8", "pass", "fail"), fp8_on_the_interpreter])
     assert not tasks_correct([fp8_on_the_interpreter])  # nothing ran: no verdict, no pass
-
-
-@pytest.fixture()
-def fixture_katas(monkeypatch):
-    monkeypatch.setenv("TRITON_KATA_PATH", str(FIXTURES))
-    catalog._load.cache_clear()
-    yield
-    catalog._load.cache_clear()
 
 
 def _grade_fixture(path: Path):

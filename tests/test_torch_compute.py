@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import FIXTURES
 from grader.grading.runner import grade
 from honest_idioms import idioms
 from grader.kata import catalog
@@ -22,7 +23,6 @@ from grader.kata.format import KataFormatError, parse_kata
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-FIXTURES = TESTS / "fixtures"
 
 
 @pytest.fixture(scope="module")
@@ -162,14 +162,6 @@ def test_an_op_cannot_be_both_allowed_and_forbidden():
 
 def test_host_reads_are_names_a_kata_may_allow():
     assert set(HOST_READS) >= {"Tensor.numpy", "Tensor.tolist"}
-
-
-@pytest.fixture()
-def fixture_katas(monkeypatch):
-    monkeypatch.setenv("TRITON_KATA_PATH", str(FIXTURES))
-    catalog._load.cache_clear()
-    yield
-    catalog._load.cache_clear()
 
 
 PADDED = '''

@@ -14,8 +14,6 @@ from grader.grading.runner import grade
 from grader.judge.kernel_anatomy import ORDER as ANATOMY_CODES
 from grader.kata.catalog import get_kata
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-
 # Correct, but a fixed grid of 8 programs, each looping over every 8th block.
 VECTOR_ADD_8 = '''
 import torch

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import torch
 
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
 from grader.timing.perturb import replay
-
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 KERNEL = '''
 import torch

@@ -6,14 +6,9 @@ reaches, its helpers must have run cases on the GPU, and none may be left when t
 
 from __future__ import annotations
 
-import pytest
-import torch
-
 from grader.grading import compile_ahead
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
-
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 def test_a_gpu_grade_with_helpers_passes_and_stops_them_before_timing(monkeypatch, tmp_path):

@@ -7,14 +7,11 @@ tests/test_honest_panel.py does on the interpreter."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from conftest import kata_of_wrong
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
 from test_honest_panel import FILES, SEEDS, panel_cases
-
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])

@@ -11,13 +11,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-import torch
 
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
 from grader.sandbox import lockdown
-
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 TESTS = Path(__file__).resolve().parent.parent
 DOORS = TESTS / "cheats" / "sandbox"

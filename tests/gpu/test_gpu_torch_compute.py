@@ -7,26 +7,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
-import torch
-
+from conftest import FIXTURES, TESTS
 from grader.grading.runner import grade
 from grader.kata import catalog
-
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-
-TESTS = Path(__file__).resolve().parent.parent
-FIXTURES = TESTS / "fixtures"
-
-
-@pytest.fixture()
-def fixture_katas(monkeypatch):
-    monkeypatch.setenv("TRITON_KATA_PATH", str(FIXTURES))
-    catalog._load.cache_clear()
-    yield
-    catalog._load.cache_clear()
 
 
 def _torch_compute(result, *ops):

@@ -6,13 +6,8 @@ quarter of the copy bandwidth, and so does a kernel whose stores are strided.
 
 from __future__ import annotations
 
-import pytest
-import torch
-
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
-
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 # Correct, but each program copies one row of x into one column of out: the loads are
 # coalesced, every store of a warp lands in a different cache line (M elements apart).
