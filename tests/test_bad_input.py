@@ -9,23 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli.main import main
+import kernel_sources
 
-GOOD_KERNEL = '''
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-def launch(x, y, out):
-    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
-'''
+GOOD_KERNEL = kernel_sources.with_launch()
 
 
 def workspace(tmp_path: Path, body: str) -> Path:

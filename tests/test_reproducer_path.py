@@ -12,21 +12,9 @@ from conftest import write
 from grader.grading import runner
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
+import kernel_sources
 
-WRITES_THE_REPRODUCER = '''
-import os
-
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
+WRITES_THE_REPRODUCER = kernel_sources.add_kernel(prelude="import os\n") + '''
 
 def vector_add(x, y):
     with open(os.environ["TRITON_REPRODUCER_PATH"], "w") as f:  # as Triton's compiler does on a crash

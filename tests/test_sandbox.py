@@ -11,26 +11,10 @@ import pytest
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
 from grader.sandbox import lockdown as sandbox
+import kernel_sources
 from processes import left_running
 
-KERNEL = '''
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
-
-
-def vector_add(x, y):
-    out = torch.empty_like(x)
-    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
-    return out
-'''
+KERNEL = kernel_sources.vector_add()
 
 
 def grade_source(tmp_path: Path, source: str, **kwargs):

@@ -15,6 +15,7 @@ from cpu_timing import cpu_timing
 from grader.judge import failure_codes
 from grader.results.schema import CaseResult
 from grader.timing import host_syncs
+import kernel_sources
 
 SYNC = "called a synchronizing CUDA operation"  # PyTorch's wording
 
@@ -149,18 +150,7 @@ def test_advice_is_shown_by_the_cli_and_in_reports():
         assert "How to be faster" in report and "solution.py:9" in report
 
 
-CHUNKED = """
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
+CHUNKED = kernel_sources.add_kernel() + """
 
 def vector_add(x, y):
     # Correct, and one launch per 1024 elements.

@@ -11,23 +11,9 @@ import torch
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
 from grader.timing.perturb import replay
+import kernel_sources
 
-KERNEL = '''
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-def launch(x, y, out):
-    add_kernel[(triton.cdiv(x.numel(), 4096),)](x, y, out, x.numel(), BLOCK=4096, num_warps=8)
-'''
+KERNEL = kernel_sources.with_launch(int64_offsets=True, block=4096, num_warps=8)
 
 
 def _grade(tmp_path: Path, body: str):

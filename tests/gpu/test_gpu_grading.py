@@ -8,25 +8,9 @@ import torch
 
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
+import kernel_sources
 
-KERNEL = '''
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, OFFSET: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs + OFFSET, x + y, mask=mask)
-
-
-def launch(x, y, out, offset=0):
-    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024, OFFSET=offset)
-'''
+KERNEL = kernel_sources.with_launch(store_offset=True)  # launch(x, y, out, offset=0)
 
 
 def _grade(tmp_path: Path, body: str):

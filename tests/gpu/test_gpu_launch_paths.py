@@ -13,19 +13,9 @@ import pytest
 
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
+import kernel_sources
 
-KERNEL = '''
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-'''
+KERNEL = kernel_sources.add_kernel(int64_offsets=True)
 
 # The fused-softmax tutorial's pattern: compile with .warmup(), launch the compiled kernel.
 WARMUP = '''

@@ -15,39 +15,24 @@ import pytest
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
 from grader.sandbox import lockdown
+import kernel_sources
 
 TESTS = Path(__file__).resolve().parent.parent
 DOORS = TESTS / "cheats" / "sandbox"
 ONE_CASE = ["small"]
 
-KERNEL = '''
-import os
+KERNEL = kernel_sources.vector_add(
+    int64_offsets=True, block=4096, num_warps=8,
+    note="a constant of this test run's own, so the kernel is new to any cache: {marker}",
+    prelude='''import os
 from pathlib import Path
-
-import torch
-import triton
-import triton.language as tl
 
 # A library that keeps a cache under the home folder (FlagGems: ~/.flaggems) must work.
 cache = Path.home() / ".flaggems_like" / "config.txt"
 cache.parent.mkdir(parents=True, exist_ok=True)
 cache.write_text("cached")
 print("HOME", os.environ["HOME"], cache.read_text())
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    # a constant of this test run's own, so the kernel is new to any cache: {marker}
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-def vector_add(x, y):
-    out = torch.empty_like(x)
-    add_kernel[(triton.cdiv(x.numel(), 4096),)](x, y, out, x.numel(), BLOCK=4096, num_warps=8)
-    return out
-'''
+''')
 
 
 def _all_held(result) -> None:
