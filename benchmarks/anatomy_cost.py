@@ -1,4 +1,4 @@
-"""What the anatomy costs a warm GPU grade, and what it finds (docs/PERFORMANCE.md, "Anatomy").
+"""What the anatomy costs a warm GPU grade, and what it finds (docs/PERFORMANCE.md, "Grade times").
 
 Run from the repository root on a lent H100/H200:
 

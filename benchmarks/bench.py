@@ -6,7 +6,7 @@ held_median_ms: median, L2 flushed, the GPU held back until the host has queued 
 input sets rotated, the three interleaved over several rounds), plus the device's measured
 copy bandwidth and matmul rate from the same run. Until 2026-11-23 the calls were timed with
 triton.testing.do_bench, which counts a slow host's launch overhead in a call of several
-launches (docs/PERFORMANCE.md, "spmv: where the time goes").
+launches (benchmarks/results/PERFORMANCE_LOG.md, "spmv: where the time goes").
 
     python benchmarks/bench.py [KATA ...] --out results.json
 """

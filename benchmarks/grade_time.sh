@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How long a grade takes on the GPU (docs/PERFORMANCE.md, "Grade time"), run from the repository
+# How long a grade takes on the GPU (docs/PERFORMANCE.md, "Grade times"), run from the repository
 # root on a lent H100/H200:
 #   benchmarks/grade_time.sh OUT_DIR [NAME=TREE ...]
 # Times, in this tree and in each other NAME=TREE (an older checkout, for a before/after), with

@@ -7,8 +7,8 @@ columns, sums its products into one number (no rows, no segments: its y is wrong
 the p-th share of the row pointers into y. A correct kernel has all of these costs and the row
 work on top, so the fastest floor configuration bounds what a speed target on these matrices
 can ask. It is an empirical bound (the best of the configurations below), not a proof
-(docs/PERFORMANCE.md, 2026-11-24: cuSPARSE x 2.0 is beyond it on every bench case, and 60% of
-the copy bandwidth on bench_power_law_wide in float16).
+(docs/PERFORMANCE.md, "What was shown out of reach"; measured 2026-11-24: cuSPARSE x 2.0 is
+beyond it on every bench case, and 60% of the copy bandwidth on bench_power_law_wide in float16).
 
     python benchmarks/spmv_floor.py --out floor.json
 

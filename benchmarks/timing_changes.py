@@ -1,6 +1,7 @@
 """What one of the timing's input changes costs (grader/timing/perturb.py), on the GPU: host and
 GPU time per change, and the peak extra memory, for a GEMM's operands, a large logits tensor and
-one CUDA-graph replay's 64 small sets. Prints JSON; docs/PERFORMANCE.md records the figures.
+one CUDA-graph replay's 64 small sets. Prints JSON; benchmarks/results/PERFORMANCE_LOG.md records
+the figures.
 
     python benchmarks/timing_changes.py [OUT.json]
 """
