@@ -13,7 +13,8 @@ import pytest
 
 from grader.grading import gpu_sharing, timing_evidence
 from grader.grading.plan import build_plan
-from grader.grading.runner import WorkerRun, _assemble
+from grader.grading.runner import keep_ceilings
+from grader.grading.verdict import WorkerRun, verdict
 from grader.kata.catalog import get_kata
 from grader.sandbox import watchdog
 from grader.sandbox.control import ParentLine, ParentSampler, Referee
@@ -190,13 +191,15 @@ def _timing(**changes) -> dict:
     return timing
 
 
-def _grade(timing: dict, *, retimed=None, processes=(), env=ENV):
+def _grade(timing: dict, *, retimed=None, processes=(), env=ENV, keep=False):
     verdicts = {p.key: {"task": p.task, "name": p.case, "dtype": p.dtype, "shape": [1], "hidden": p.hidden,
                         "status": "pass", "message": "", "cheat": None} for p in GPU_PLAN if not p.skip_reason}
     run = WorkerRun([{"type": "done"}], 0, None, "", 0, [], verdicts, {}, timed={BENCH.key}, env=env,
                     timing_reports={BENCH.key: {"timing": timing}}, retimed=retimed or {},
                     gpu_processes=list(processes))
-    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, GPU_PLAN, run, LIMITS)
+    result = verdict(KATA, Path("/nonexistent/solution.py"), "gpu", 1, GPU_PLAN, run, LIMITS)
+    if keep:  # what the grade's flow does next (the verdict itself writes nothing)
+        keep_ceilings(run, result)
     case = next(c for c in result.cases if c.name == BENCH.case and c.dtype == BENCH.dtype)
     return result, case
 
@@ -276,9 +279,9 @@ def test_rounds_that_disagree_mark_the_gpu_shared():
 def test_nothing_measured_beside_another_process_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("KATA_CACHE_DIR", str(tmp_path))
     measured = dict(ENV, ceilings=POISONED, ceilings_measured=True, device="Some Future GPU")
-    _grade(_timing(), processes=[OTHER], env=measured)
+    _grade(_timing(), processes=[OTHER], env=measured, keep=True)
     assert ceilings.load_all() == {}
-    _grade(_timing(), env=measured)
+    _grade(_timing(), env=measured, keep=True)
     assert list(ceilings.load_all().values()) == [POISONED]
 
 

@@ -1,0 +1,227 @@
+"""The worker's protocol with the grading parent, in one place: what the parent asks of the worker
+(the request), what the worker writes to its events file (the events) and what it says on its
+line to the parent (the ops), with the forms the worker writes them in.
+
+The submission shares the worker's process: it can write anything the worker can. So whatever
+the parent reads from the worker is checked against the one form the worker writes, and anything
+else is a forgery (docs/SCORING.md, `fake_result`). The worker, the Referee (the parent's end of
+the line) and the verdict (grader.grading.verdict) all take these forms from here: adding an
+event or an op is a change to this module, and to the code that writes and reads it.
+
+Two channels, on purpose (docs/ARCHITECTURE.md, "The worker's protocol"): the line is the
+parent's record of what happened in turn, which the submission cannot rewrite once said; the
+events file, fsynced line by line, is how far the worker got when it died, and what it says
+after the import (a load error, a CUDA fault, tampering, "done") the line does not carry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+
+@dataclass
+class Request:
+    """What the parent asks of a worker (written to REQUEST.json, read by the worker before it
+    imports anything of the submission's). `plan`: the planned cases as dicts, each with its key."""
+
+    kata_dir: str
+    submission: str
+    mode: str  # "gpu" or "interpret"
+    seed: int
+    results: str  # the events file
+    plan: list
+    grade_dir: str
+    outputs: str
+    gpu_memory_fraction: float
+    control_fd: int  # the worker's end of the line to the parent
+    case_cap_s: float | None = None  # `--timeout`: every case's limit
+    progress: str | None = None  # the progress record (grader.sandbox.progress)
+    ceilings_cache: dict = field(default_factory=dict)  # the device picks its own entry
+    anatomy_dir: str | None = None  # `--profile` on a GPU: where the anatomy's files go
+    warm_up: bool = False  # a compile-ahead helper (grader.grading.compile_ahead)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Request":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(self.to_dict()))
+        return path
+
+    @classmethod
+    def read(cls, path) -> "Request":
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+# ---- the ops on the line: the case result the worker sends --------------------------------------
+
+# The statuses a worker reports for a case it ran: "ran" (its outputs await the checker), or
+# "fail" / "error" (the live process saw something wrong). "pass" is the checker's word alone.
+WORKER_STATUSES = ("ran", "fail", "error")
+# The fields of the case result the worker sends (grader.sandbox.case_runner.CaseRunner.run_case)
+# and their types: a failing result goes to the verdict as sent, so one in another form is forged.
+RESULT_TYPES = {"task": (str,), "name": (str,), "dtype": (str,), "shape": (list, type(None)),
+                "hidden": (bool,), "status": (str,), "message": (str,), "cheat": (str, type(None)),
+                "launches": (int,), "outputs": (dict,)}
+
+
+def result_form(result) -> bool:
+    """A case result in the form the worker sends it ("pass" is never the worker's)."""
+    return isinstance(result, dict) and result.get("status") in WORKER_STATUSES and not any(
+        k not in RESULT_TYPES or not isinstance(v, RESULT_TYPES[k]) or (isinstance(v, bool) and k != "hidden")
+        for k, v in result.items())
+
+
+def env_form(fields_: dict, extra: dict) -> bool:
+    """The environment told before the import ("env"): the device, versions and ceilings, and
+    the optional gpu_uuid and ceilings_note as text."""
+    return isinstance(fields_["device"], str) and isinstance(fields_["versions"], dict) \
+        and isinstance(fields_["ceilings"], (dict, type(None))) \
+        and all(isinstance(v, str) for v in extra.values())
+
+
+def sandbox_form(status) -> bool:
+    """The lockdown told before the import ("sandbox")."""
+    return isinstance(status, dict) and isinstance(status.get("filesystem_restricted"), bool)
+
+
+def timed_form(timing, error) -> bool:
+    """A timed case's outcome ("timed"): a timing, or an error with a message (and a cheat or None).
+    Whether a timing is in the worker's form the verdict checks (timing_form)."""
+    return (isinstance(timing, dict) and error is None) or (
+        timing is None and isinstance(error, dict) and isinstance(error.get("message"), str)
+        and isinstance(error.get("cheat"), (str, type(None))))
+
+
+def baseline_form(value) -> bool:
+    """The baseline's time the worker measured for a case's limit: a finite time, zero or more."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < math.inf
+
+
+# ---- the events file ---------------------------------------------------------------------------
+
+def read_events(path: Path, killed: bool = False) -> tuple[list[dict], int]:
+    """The events file's events, and how many lines in it the worker did not write. The worker
+    writes each event as one line ending in a newline; a worker killed in the middle of writing
+    one (a limit, a signal) leaves its start without the newline, which is no forgery."""
+    events, corrupt = [], 0
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return [], 0
+    lines = text.splitlines()
+    torn = killed and bool(text) and not text.endswith("\n")
+    for i, line in enumerate(lines):
+        try:
+            event = json.loads(line)
+            if not isinstance(event, dict) or "type" not in event:
+                raise ValueError
+            events.append(event)
+        except ValueError:
+            if not (torn and i == len(lines) - 1):
+                corrupt += 1
+    return events, corrupt
+
+
+
+def channel_forgeries(events: list[dict]) -> list[str]:
+    """Signs of events the worker did not write: repeated cases, anything after 'done'."""
+    problems, seen = [], set()
+    done_at = next((i for i, e in enumerate(events) if e["type"] == "done"), None)
+    if done_at is not None and done_at != len(events) - 1:
+        problems.append("events after the end of the grade")
+    for event in events:
+        if event["type"] in ("case", "timing", "env", "sandbox"):
+            marker = (event["type"], repr(event.get("key")))
+            if marker in seen:
+                problems.append(f"a second '{event['type']}' event for {event.get('key') or 'the grade'}")
+            seen.add(marker)
+    return problems
+
+
+# What a worker's timing event holds (grader.sandbox.worker.CaseRunner.time_case) and the types
+# it sends. The figures the parent can work out itself (the floor and the roofline) the worker
+# does not send: the parent works them out (grader.grading.verdict).
+TIMING_TYPES = {
+    "time_ms": (int, float), "baseline_ms": (int, float), "speedup": (int, float),
+    "timing_method": (str,), "calls_per_sample": (int,), "samples": (int,),
+    "round_speedups": (list,), "host_syncs": (int,), "host_sync_at": (str,), "warmup_ms": (list,),
+    # One profiled call's kernels (grader.timing.anatomy): advice only, read by
+    # grader.judge.kernel_anatomy, which drops whatever is not in the worker's form.
+    "anatomy": (dict,),
+}
+
+
+# The fields every timing of the worker has (its Timing's), the times a finite positive number.
+TIMING_REQUIRED = ("time_ms", "baseline_ms", "speedup", "timing_method", "calls_per_sample",
+                    "samples", "round_speedups")
+TIMES = ("time_ms", "baseline_ms", "speedup")
+
+
+def _typed(value, types) -> bool:
+    return value is None or (isinstance(value, types) and not isinstance(value, bool))
+
+
+def _finite_positive(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
+
+
+def timing_forgeries(events: list[dict], timed: set, keys: set) -> list[str]:
+    """Timing events the worker cannot have written: for a case whose kept timed outputs never
+    reached the referee, or not in the shape the worker writes."""
+    problems = []
+    for event in (e for e in events if e["type"] == "timing"):
+        key, timing = event.get("key"), event.get("timing")
+        if not isinstance(key, str) or key not in keys:
+            problems.append("a timing for a case that is not in the plan")
+        elif key not in timed:
+            problems.append(f"a timing of {key}, whose timed outputs were never handed over")
+        elif not timing_form(timing):
+            problems.append(f"a timing of {key} in a form the worker never writes")
+    return problems
+
+
+def canonical(value) -> str:
+    # As JSON text: a NaN equals itself there, as it does not as a float.
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def timing_form(timing) -> bool:
+    """A timing in the form the worker writes it: the fields and types of TIMING_TYPES, every
+    field a Timing always has present, and its times finite and positive (a NaN or a missing
+    time is no measurement: only a forgery holds one)."""
+    return isinstance(timing, dict) and all(
+        k in TIMING_TYPES and _typed(v, TIMING_TYPES[k]) for k, v in timing.items()) \
+        and all(timing.get(k) is not None for k in TIMING_REQUIRED) \
+        and all(_finite_positive(timing[k]) for k in TIMES) \
+        and all(_finite_positive(r) for r in timing["round_speedups"]) \
+        and all(_finite_positive(t) or t == 0 for t in timing.get("warmup_ms") or [])
+
+
+# The other events the parent reads (grader.sandbox.worker.main): the field each has, and the
+# types of the fields the worker writes.
+EVENT_TYPES = {
+    "start": ("key", {"key": (str,), "phase": (str,)}),
+    "load_error": ("message", {"kind": (str,), "message": (str,)}),
+    "fatal": ("message", {"message": (str,), "cheat": (str,)}),
+    "internal_error": ("message", {"message": (str,)}),
+    "timing_error": ("key", {"key": (str,), "message": (str,), "cheat": (str, type(None))}),
+}
+
+
+def malformed(event: dict) -> bool:
+    """An event of a kind the parent reads, not in the form the worker writes it."""
+    kind = event["type"] if isinstance(event["type"], str) else None
+    if kind not in EVENT_TYPES:
+        return False
+    needed, types = EVENT_TYPES[kind]
+    return not isinstance(event.get(needed), str) or any(
+        k != "type" and (k not in types or not isinstance(v, types[k])) for k, v in event.items())
+
