@@ -40,7 +40,7 @@ def test_a_hang_is_reported_by_its_case_within_the_case_limit(tmp_path):
 
 
 def test_a_task_stops_after_three_failing_cases_unless_keep_going():
-    from grader.sandbox.control import FAILURES_PER_TASK
+    from grader.sandbox.referee import FAILURES_PER_TASK
     result = grade(get_kata("vector_add"), WRONG / "vector_add_bad_mask.py", "interpret")
     failed = [c for c in result.cases if c.status in ("fail", "error")]
     not_run = [c for c in result.cases if c.status == "not_run"]

@@ -1,5 +1,5 @@
 """The parent's side of the worker's line: verdicts case by case, correctness before timing, the
-secret choice of verified timed calls, and questions asked out of turn (grader.sandbox.control); and the
+secret choice of verified timed calls, and questions asked out of turn (grader.sandbox.referee); and the
 replay of the input changes made before timed calls (grader.timing.perturb)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import socket
 import pytest
 import torch
 
-from grader.sandbox.control import SAMPLED, ParentLine, ParentSampler, Referee
+from grader.sandbox.referee import SAMPLED, Referee
+from grader.sandbox.worker_line import ParentLine, ParentSampler
 from grader.timing.perturb import Perturber, Replay, change_call, replay, seeded_keys
 
 PLAN = [{"key": f"t/c{i}/float32", "task": "t", "case": f"c{i}", "dtype": "float32"} for i in range(3)]
@@ -451,7 +452,7 @@ def test_a_grade_that_times_has_the_gpu_to_itself():
     import threading
     import time
 
-    from grader.sandbox.control import GpuTurns
+    from grader.grading.selftest import GpuTurns
 
     turns, log = GpuTurns(), []
     turns.case_begin()  # grade A is in a case

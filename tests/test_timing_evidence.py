@@ -17,7 +17,8 @@ from grader.grading.runner import keep_ceilings
 from grader.grading.verdict import WorkerRun, verdict
 from grader.kata.catalog import get_kata
 from grader.sandbox import watchdog
-from grader.sandbox.control import ParentLine, ParentSampler, Referee
+from grader.sandbox.referee import Referee
+from grader.sandbox.worker_line import ParentLine, ParentSampler
 from grader.timing import ceilings
 
 H200 = "NVIDIA H200"

@@ -27,7 +27,7 @@ from grader.judge import kernel_anatomy
 from grader.kata.format import Kata
 from grader.results.schema import GradeResult
 from grader.sandbox import progress, protocol, watchdog
-from grader.sandbox.control import Referee
+from grader.sandbox.referee import Referee
 from grader.timing import ceilings as ceilings_cache
 
 
@@ -45,7 +45,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     """Grade `submission`; `protected` are paths (results store, report) it must not touch.
 
     fail_fast: stop at the first failing case. keep_going: run every case, and time the bench
-    cases, even when cases failed (by default a task stops after control.FAILURES_PER_TASK
+    cases, even when cases failed (by default a task stops after referee.FAILURES_PER_TASK
     failing cases, and a wrong submission is not timed). progress(event): told of each
     case as it starts and ends ({"type": "start"|"case", "key", "phase", "status"}).
     only_cases: run only the cases of these names (in every task that has one), to rerun a

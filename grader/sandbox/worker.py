@@ -40,7 +40,7 @@ from grader.kata.gpu_memory import shortfall
 from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
 from grader.profiling import run_maybe_profiled
 from grader.sandbox import integrity, launches, lockdown, progress
-from grader.sandbox.control import ParentGone, ParentLine, ParentSampler
+from grader.sandbox.worker_line import ParentGone, ParentLine, ParentSampler
 from grader.sandbox.guardbands import GuardedFactories, guarded_copy
 from grader.sandbox.guards import install_op_checks, resolve_forbidden, submission_guards, watch_torch_compute
 from grader.sandbox.provenance import COUNT, INPUT, Provenance
@@ -580,7 +580,7 @@ class CaseRunner:
         for sample in kept:
             self.release(sample["file"])
         # The first calls' times go to the parent, which judges them (slow first calls are named
-        # only when a second timing shows them again: grader.sandbox.control.Referee._on_timed).
+        # only when a second timing shows them again: grader.sandbox.referee.Referee._on_timed).
         out["warmup_ms"] = [float(t) for t in timing.warmup_ms]
         # The roofline floor is the parent's to work out (from the kata's cost and the ceilings
         # told before the import): a figure from this process could be the submission's.
