@@ -133,7 +133,7 @@ def test_a_suspect_timing_is_timed_again_from_a_fresh_choice_of_kept_calls(refer
     suspect = lambda key, timing: (reason, "too fast") if timing["time_ms"] < 1 else None  # noqa: E731
     line, referee, judge, looked = referee_line(suspect)
     key = PLAN[0]["key"]
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     assert _time_once(line, key, 0.1) == {"again": True}
     assert key not in referee.timing_reports and referee.retimed[key]["reason"] == reason
     # A floor in question: the ceilings were measured again in the (trusted) checker first.
@@ -151,12 +151,12 @@ def test_a_suspect_timing_is_timed_again_from_a_fresh_choice_of_kept_calls(refer
 def test_a_timing_is_timed_again_only_once_and_an_honest_one_never(referee_line):
     line, referee, judge, _ = referee_line(lambda key, timing: ("slow_first_calls", "slow"))
     key = PLAN[0]["key"]
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     assert _time_once(line, key, 0.1) == {"again": True}
     assert _time_once(line, key, 0.1) == {}  # still suspect: the parent names it at the end
     assert referee.timing_reports[key]["timing"]["time_ms"] == 0.1
     line, referee, judge, _ = referee_line(lambda key, timing: None)
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     assert _time_once(line, key, 0.1) == {} and referee.retimed == {}
 
 
@@ -164,7 +164,7 @@ def test_ceilings_that_cannot_be_measured_again_leave_the_second_timing_to_decid
     line, referee, judge, _ = referee_line(lambda key, timing: ("below_physical_floor", "too fast"))
     judge.measure_ceilings = lambda: 1 / 0
     key = PLAN[0]["key"]
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     assert _time_once(line, key, 0.1) == {"again": True}
     assert referee.errors == [] and "ZeroDivisionError" in referee.retimed[key]["ceilings_not_remeasured"]
 
@@ -172,7 +172,7 @@ def test_ceilings_that_cannot_be_measured_again_leave_the_second_timing_to_decid
 def test_a_suspect_judge_that_fails_times_nothing_again(referee_line):
     line, referee, _, _ = referee_line(lambda key, timing: 1 / 0)
     key = PLAN[0]["key"]
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     assert _time_once(line, key, 0.1) == {} and referee.errors
 
 

@@ -135,7 +135,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
             kata_dir=str(kata.directory), submission=str(submission), mode=mode, seed=seed,
             results=str(results_path), plan=plan_dicts, grade_dir=str(tmp_path),
             outputs=str(tmp_path / "outputs"), gpu_memory_fraction=GPU_MEMORY_FRACTION,
-            control_fd=theirs.fileno(), case_cap_s=options["case_cap_s"],
+            control_fd=theirs.fileno(),
             progress=str(progress.create(tmp_path / "progress.bin")),
             # The worker knows the device; it picks its own entry of the ceilings cache.
             ceilings_cache=ceilings_cache.load_all() if mode == "gpu" else {})
@@ -150,7 +150,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
         judge = CheckerProcess(kata, mode, seed, plan_dicts, tmp_path)
         referee = Referee(ours, judge, plan_dicts, fail_fast=options["fail_fast"],
                           keep_going=options["keep_going"], progress=options["progress"],
-                          turns=options["turns"])
+                          turns=options["turns"], mode=mode, case_cap_s=options["case_cap_s"])
         # The grader's own processes are never "another process on the GPU".
         started = [judge.proc.pid]
         gpu_sharing.register(judge.proc.pid)

@@ -37,7 +37,6 @@ class Request:
     outputs: str
     gpu_memory_fraction: float
     control_fd: int  # the worker's end of the line to the parent
-    case_cap_s: float | None = None  # `--timeout`: every case's limit
     progress: str | None = None  # the progress record (grader.sandbox.progress)
     ceilings_cache: dict = field(default_factory=dict)  # the device picks its own entry
     anatomy_dir: str | None = None  # `--profile` on a GPU: where the anatomy's files go

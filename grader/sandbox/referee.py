@@ -21,6 +21,7 @@ import socket
 import threading
 import time
 
+from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
 from grader.sandbox import protocol
 
 SAMPLED = 3  # timed calls per bench case whose outputs are verified
@@ -34,11 +35,13 @@ FAILURES_PER_TASK = 3
 class Referee(threading.Thread):
     """The parent's end, serving one worker. `judge` has check_case(planned, result) and
     check_samples(planned, samples, method, n_sets); `progress(event)` hears what happens.
-    `turns` (grader.grading.selftest.GpuTurns): grades sharing one GPU take turns to time."""
+    `turns` (grader.grading.selftest.GpuTurns): grades sharing one GPU take turns to time.
+    `mode` and `case_cap_s` (`--timeout`) set each case's deadline, which the Referee owns
+    (grader.kata.limits): the worker tells only the baseline's time it measured."""
 
     def __init__(self, sock: socket.socket, judge, plan: list[dict], *, fail_fast: bool = False,
                  keep_going: bool = False, progress=None, sampled: int = SAMPLED,
-                 turns=None):
+                 turns=None, mode: str = "interpret", case_cap_s: float | None = None):
         super().__init__(daemon=True, name="kata-referee")
         self.sock, self.judge = sock, judge
         self.plan = {p["key"]: p for p in plan}
@@ -89,6 +92,8 @@ class Referee(threading.Thread):
         # processes on it (grader.grading.gpu_sharing).
         self.look_at_gpu = lambda when: None
         self._timing_limits: dict[str, float] = {}
+        self.mode, self.case_cap_s = mode, case_cap_s
+        self._limited_tasks: set[str] = set()  # tasks whose first case's limit was set (it compiles)
 
     # -- the thread ------------------------------------------------------------------------
     def run(self) -> None:
@@ -130,9 +135,24 @@ class Referee(threading.Thread):
         handler = getattr(self, f"_on_{op}", None) if isinstance(op, str) else None
         return handler(request, key) if handler else None
 
+    def _limit_s(self, key: str, phase, baseline_s) -> float | None:
+        """The case's deadline, worked out here: the timing's, the cap until the baseline's time is
+        known, then the case's own (a task's first case compiles: it gets more). A worker's
+        claim of the baseline's time is bounded by the cap (CASE_CAP_S, or `--timeout`)."""
+        if phase == "timing":
+            return None if baseline_s is not None else timing_limit_s(self.case_cap_s)
+        if baseline_s is None:
+            return float(self.case_cap_s or CASE_CAP_S)
+        if not protocol.baseline_form(baseline_s):
+            return None
+        task = self.plan[key].get("task")
+        first = task not in self._limited_tasks
+        self._limited_tasks.add(task)
+        return case_limit_s(self.mode, first, float(baseline_s), self.case_cap_s)
+
     def _on_start(self, request, key):
-        limit = request.get("limit_s")
-        if not isinstance(limit, (int, float)) or limit <= 0:
+        limit = self._limit_s(key, request.get("phase", "case"), request.get("baseline_s"))
+        if limit is None:
             return None
         if self._turns is not None and request.get("phase", "case") == "case" and not self._in_case:
             self._turns.case_begin()  # the case's clock starts once it has its turn
@@ -152,7 +172,7 @@ class Referee(threading.Thread):
         if phase == "timing":
             self._timing_started.add(key)
             self._timing_limits[key] = float(limit)
-        return {}
+        return {"limit_s": limit}
 
     def _on_env(self, request, key):
         fields = {k: request.get(k) for k in ("device", "versions", "ceilings", "ceilings_measured")}

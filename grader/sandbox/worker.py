@@ -37,7 +37,6 @@ from grader.kata import memory_budget
 from grader.kata.allowed_ops import describe, effective_allowed
 from grader.kata.format import load_kata
 from grader.kata.gpu_memory import shortfall
-from grader.kata.limits import CASE_CAP_S, case_limit_s, timing_limit_s
 from grader.profiling import run_maybe_profiled
 from grader.sandbox import integrity, launches, lockdown, progress
 from grader.sandbox.worker_line import ParentGone, ParentLine, ParentSampler
@@ -698,8 +697,6 @@ def main(request_path: str) -> int:
         runner.anatomy_dir = request.get("anatomy_dir")
     plan = [p for p in request["plan"] if not p["skip_reason"]]
     failed_tasks: set[str] = set()
-    compiled: set[str] = set()
-    cap = request.get("case_cap_s")
     try:
         given_up: set[str] = set()  # tasks whose remaining cases the parent said to skip
         for planned in plan:
@@ -709,12 +706,11 @@ def main(request_path: str) -> int:
             reporter.emit({"type": "start", "key": planned["key"]})
             progress.record.begin(progress.BASELINE)
             # The case's turn on the GPU starts before the baseline is run to set its limit: a
-            # grade timing beside this one (selftest) must not share the GPU with it either.
-            line.ask("start", key=planned["key"], phase="case", limit_s=cap or CASE_CAP_S)
+            # grade timing beside this one (selftest) must not share the GPU with it either. The
+            # limit is the parent's to set (grader.sandbox.referee), from the baseline's time.
+            line.ask("start", key=planned["key"], phase="case")
             if not warm_up:
-                limit = case_limit_s(mode, planned["task"] not in compiled, runner.baseline_s(planned), cap)
-                compiled.add(planned["task"])
-                line.ask("start", key=planned["key"], phase="case", limit_s=limit)
+                line.ask("start", key=planned["key"], phase="case", baseline_s=runner.baseline_s(planned))
             result = runner.run_case(planned)
             if result["status"] != "ran":
                 failed_tasks.add(planned["task"])
@@ -731,8 +727,7 @@ def main(request_path: str) -> int:
             for planned in plan:
                 if planned["bench"] and planned["task"] not in failed_tasks:
                     reporter.emit({"type": "start", "key": planned["key"], "phase": "timing"})
-                    limit_s = timing_limit_s(cap)
-                    line.ask("start", key=planned["key"], phase="timing", limit_s=limit_s)
+                    limit_s = line.ask("start", key=planned["key"], phase="timing").get("limit_s")
                     # Each outcome goes to the parent on the line first: the events file is open
                     # to the submission, which could rewrite an earlier case's timing there.
                     try:
