@@ -126,7 +126,7 @@ def test_an_honest_shortcut_without_a_kernel_is_no_cheat(kata, grade_interpret, 
 def test_what_counts_as_no_work():
     import torch
 
-    from grader.sandbox.worker import _no_work_in
+    from grader.sandbox.case_runner import _no_work_in
 
     x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
     inputs = {"x": x, "p": 0.0, "params": [torch.ones(3)]}

@@ -145,7 +145,7 @@ def channel_forgeries(events: list[dict]) -> list[str]:
     return problems
 
 
-# What a worker's timing event holds (grader.sandbox.worker.CaseRunner.time_case) and the types
+# What a worker's timing event holds (grader.sandbox.case_runner.CaseRunner.time_case) and the types
 # it sends. The figures the parent can work out itself (the floor and the roofline) the worker
 # does not send: the parent works them out (grader.grading.verdict).
 TIMING_TYPES = {
