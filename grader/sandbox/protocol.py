@@ -59,7 +59,21 @@ class Request:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
 
-# ---- the ops on the line: the case result the worker sends --------------------------------------
+# ---- the ops on the line ------------------------------------------------------------------------
+
+# What the worker asks (grader.sandbox.worker_line.ParentLine.ask), each answered once by the
+# Referee's `_on_<op>`: these of the grade as a whole, in this order before any case ("env" and
+# "sandbox", told before the import; "time", whether to time at all) ...
+GRADE_OPS = ("env", "sandbox", "time")
+# ... and these of one planned case (its key must be in the plan): "start" (a phase begins; the
+# Referee answers the phase's deadline), "case" (its result, for the checker's verdict), "timing"
+# and "sample" (the timed calls, whose kept outputs and input changes the Referee chooses),
+# "samples" (the kept outputs handed over) and "timed" (the timing's outcome).
+CASE_OPS = ("start", "case", "timing", "sample", "samples", "timed")
+# What the worker writes to its events file (grader.sandbox.worker.main, run_process).
+EVENTS = ("env", "sandbox", "start", "case", "timing", "timing_error", "load_error", "fatal",
+          "internal_error", "done")
+
 
 # The statuses a worker reports for a case it ran: "ran" (its outputs await the checker), or
 # "fail" / "error" (the live process saw something wrong). "pass" is the checker's word alone.

@@ -130,10 +130,11 @@ class Referee(threading.Thread):
     def answer(self, request: dict) -> dict | None:
         op, key = request.get("op"), request.get("key")
         self.timeline.append((time.monotonic(), op, key))
-        if op not in ("time", "env", "sandbox") and key not in self.plan:
+        if op not in protocol.GRADE_OPS + protocol.CASE_OPS:
             return None
-        handler = getattr(self, f"_on_{op}", None) if isinstance(op, str) else None
-        return handler(request, key) if handler else None
+        if op not in protocol.GRADE_OPS and key not in self.plan:
+            return None
+        return getattr(self, f"_on_{op}")(request, key)
 
     def _limit_s(self, key: str, phase, baseline_s) -> float | None:
         """The case's deadline, worked out here: the timing's, the cap until the baseline's time is
