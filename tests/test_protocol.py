@@ -55,31 +55,52 @@ def test_a_baseline_s_time_is_a_finite_time():
         assert not protocol.baseline_form(junk)
 
 
-def _strings_in_calls(name: str, module: str) -> set[str]:
-    """The first string argument of each call of `.name(...)` in the module, or the "type" of the
-    dict passed to it."""
-    found = set()
-    for node in ast.walk(ast.parse((SANDBOX / module).read_text())):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name \
-                and node.args:
-            first = node.args[0]
-            if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                found.add(first.value)
-            elif isinstance(first, ast.Dict):
-                found |= {v.value for k, v in zip(first.keys, first.values)
-                          if isinstance(k, ast.Constant) and k.value == "type" and isinstance(v, ast.Constant)}
-    return found
+def _calls(name: str, module: str) -> list[ast.Call]:
+    return [node for node in ast.walk(ast.parse((SANDBOX / module).read_text()))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name
+            and node.args]
 
 
 def test_every_op_the_worker_asks_is_the_protocol_s_and_the_referee_answers_it():
-    asked = set().union(*(_strings_in_calls("ask", m) for m in ("worker.py", "case_runner.py", "worker_line.py")))
+    asked = {c.args[0].value for m in ("worker.py", "case_runner.py", "worker_line.py") for c in _calls("ask", m)
+             if isinstance(c.args[0], ast.Constant)}
     assert asked == set(protocol.GRADE_OPS + protocol.CASE_OPS)
     assert all(callable(getattr(Referee, f"_on_{op}", None)) for op in asked)
 
 
-def test_every_event_the_worker_writes_is_the_protocol_s():
-    written = _strings_in_calls("emit", "worker.py")
-    assert written == set(protocol.EVENTS)
-    # The parent checks the form of each it reads beyond "done" (the case, env and sandbox events
-    # are the referee's to hear; the timings are checked as TIMING_TYPES).
-    assert set(protocol.EVENT_TYPES) <= written
+def test_the_worker_writes_every_event_of_the_protocol_and_only_those():
+    written = {c.args[0].func.attr for c in _calls("emit", "worker.py")
+               if isinstance(c.args[0], ast.Call) and isinstance(c.args[0].func, ast.Attribute)}
+    assert written == {cls.__name__ for cls in protocol.EVENT_CLASSES}
+
+
+@pytest.mark.parametrize("event, written", [
+    (protocol.Env({"device": "H200", "versions": {}}), {"type": "env", "device": "H200", "versions": {}}),
+    (protocol.Sandbox({"filesystem_restricted": True}), {"type": "sandbox", "filesystem_restricted": True}),
+    (protocol.LoadError("syntax", "m"), {"type": "load_error", "kind": "syntax", "message": "m"}),
+    (protocol.Start("k"), {"type": "start", "key": "k"}),
+    (protocol.Start("k", "timing"), {"type": "start", "key": "k", "phase": "timing"}),
+    (protocol.Case("k", {"status": "ran"}), {"type": "case", "key": "k", "result": {"status": "ran"}}),
+    (protocol.Timing("k", {"time_ms": 1.0}), {"type": "timing", "key": "k", "timing": {"time_ms": 1.0}}),
+    (protocol.TimingError("k", "boom"), {"type": "timing_error", "key": "k", "message": "boom", "cheat": None}),
+    (protocol.Fatal("fault"), {"type": "fatal", "message": "fault"}),
+    (protocol.Fatal("patched", cheat="tampering"), {"type": "fatal", "message": "patched", "cheat": "tampering"}),
+    (protocol.InternalError("tb"), {"type": "internal_error", "message": "tb"}),
+    (protocol.Done(), {"type": "done"}),
+], ids=lambda v: getattr(v, "TYPE", None) or "")
+def test_each_event_is_written_in_the_form_the_parent_reads_and_reads_back(event, written):
+    assert event.to_dict() == written and not protocol.malformed(written)
+    assert protocol.event_from_dict(written) == event
+
+
+@pytest.mark.parametrize("data", [
+    {"type": "fatal", "message": "m", "cheat": None},  # the worker leaves out a fatal's missing cheat
+    {"type": "start"},
+    {"type": "case", "key": "k"},
+    {"type": "done", "extra": 1},
+    {"type": "promotion", "key": "k"},
+    {"message": "no type"},
+])
+def test_an_event_in_another_form_is_not_one(data):
+    with pytest.raises(ValueError):
+        protocol.event_from_dict(data)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
+from typing import ClassVar
 from pathlib import Path
 
 
@@ -70,10 +71,6 @@ GRADE_OPS = ("env", "sandbox", "time")
 # and "sample" (the timed calls, whose kept outputs and input changes the Referee chooses),
 # "samples" (the kept outputs handed over) and "timed" (the timing's outcome).
 CASE_OPS = ("start", "case", "timing", "sample", "samples", "timed")
-# What the worker writes to its events file (grader.sandbox.worker.main, run_process).
-EVENTS = ("env", "sandbox", "start", "case", "timing", "timing_error", "load_error", "fatal",
-          "internal_error", "done")
-
 
 # The statuses a worker reports for a case it ran: "ran" (its outputs await the checker), or
 # "fail" / "error" (the live process saw something wrong). "pass" is the checker's word alone.
@@ -174,7 +171,7 @@ TIMING_TYPES = {
 
 # The fields every timing of the worker has (its Timing's), the times a finite positive number.
 TIMING_REQUIRED = ("time_ms", "baseline_ms", "speedup", "timing_method", "calls_per_sample",
-                    "samples", "round_speedups")
+                   "samples", "round_speedups")
 TIMES = ("time_ms", "baseline_ms", "speedup")
 
 
@@ -218,15 +215,142 @@ def timing_form(timing) -> bool:
         and all(_finite_positive(t) or t == 0 for t in timing.get("warmup_ms") or [])
 
 
-# The other events the parent reads (grader.sandbox.worker.main): the field each has, and the
+# ---- the events, as the worker writes them ------------------------------------------------------
+
+@dataclass(frozen=True)
+class Event:
+    """An event of the worker's events file: {"type": TYPE, field: value, ...}, one JSON line.
+    An optional field left None is not written, unless its metadata says `written_when_none`.
+    FORM (for the events whose form the parent checks, `malformed`): the types of the fields the
+    worker writes, and NEEDED the one the parent cannot read the event without."""
+
+    TYPE: ClassVar[str] = ""
+    NEEDED: ClassVar[str | None] = None
+    FORM: ClassVar[dict | None] = None
+
+    def to_dict(self) -> dict:
+        out = {"type": self.TYPE}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None or f.metadata.get("written_when_none"):
+                out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class Told(Event):
+    """What the worker told the parent on its line before the import, copied to the file (the
+    parent reads the line's copy: the Referee's `env` and `sandbox`)."""
+
+    told: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"type": self.TYPE, **self.told}
+
+
+@dataclass(frozen=True)
+class Env(Told):
+    TYPE: ClassVar[str] = "env"
+
+
+@dataclass(frozen=True)
+class Sandbox(Told):
+    TYPE: ClassVar[str] = "sandbox"
+
+
+@dataclass(frozen=True)
+class LoadError(Event):
+    """The submission could not be imported, or lacks an entry point."""
+    TYPE: ClassVar[str] = "load_error"
+    NEEDED: ClassVar[str] = "message"
+    FORM: ClassVar[dict] = {"kind": (str,), "message": (str,)}
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Start(Event):
+    """A planned case starts (phase None), or its timing does (phase "timing")."""
+    TYPE: ClassVar[str] = "start"
+    NEEDED: ClassVar[str] = "key"
+    FORM: ClassVar[dict] = {"key": (str,), "phase": (str,)}
+    key: str
+    phase: str | None = None
+
+
+@dataclass(frozen=True)
+class Case(Event):
+    """A case's result as the worker sent it (the Referee's copy, with the checker's verdict, counts)."""
+    TYPE: ClassVar[str] = "case"
+    key: str
+    result: dict
+
+
+@dataclass(frozen=True)
+class Timing(Event):
+    """A timed case's timing (TIMING_TYPES; the Referee's copy counts, and this one must match it)."""
+    TYPE: ClassVar[str] = "timing"
+    key: str
+    timing: dict
+
+
+@dataclass(frozen=True)
+class TimingError(Event):
+    """A timed case failed while timed: a CaseProblem (a cheat, or None) or an exception."""
+    TYPE: ClassVar[str] = "timing_error"
+    NEEDED: ClassVar[str] = "key"
+    FORM: ClassVar[dict] = {"key": (str,), "message": (str,), "cheat": (str, type(None))}
+    key: str
+    message: str
+    cheat: str | None = field(default=None, metadata={"written_when_none": True})
+
+
+@dataclass(frozen=True)
+class Fatal(Event):
+    """The worker stopped: a CUDA fault, or tampering (its cheat)."""
+    TYPE: ClassVar[str] = "fatal"
+    NEEDED: ClassVar[str] = "message"
+    FORM: ClassVar[dict] = {"message": (str,), "cheat": (str,)}
+    message: str
+    cheat: str | None = None
+
+
+@dataclass(frozen=True)
+class InternalError(Event):
+    """The grader or the kata failed in the worker (written by run_process after main raised)."""
+    TYPE: ClassVar[str] = "internal_error"
+    NEEDED: ClassVar[str] = "message"
+    FORM: ClassVar[dict] = {"message": (str,)}
+    message: str
+
+
+@dataclass(frozen=True)
+class Done(Event):
+    """Every planned case ran (or the parent said to stop): the last event."""
+    TYPE: ClassVar[str] = "done"
+
+
+EVENT_CLASSES = (Env, Sandbox, LoadError, Start, Case, Timing, TimingError, Fatal, InternalError, Done)
+# What the worker writes to its events file (grader.sandbox.worker.main, run_process) ...
+EVENTS = tuple(cls.TYPE for cls in EVENT_CLASSES)
+# ... and, of those the parent reads beyond the Referee's copies, the field each must have and the
 # types of the fields the worker writes.
-EVENT_TYPES = {
-    "start": ("key", {"key": (str,), "phase": (str,)}),
-    "load_error": ("message", {"kind": (str,), "message": (str,)}),
-    "fatal": ("message", {"message": (str,), "cheat": (str,)}),
-    "internal_error": ("message", {"message": (str,)}),
-    "timing_error": ("key", {"key": (str,), "message": (str,), "cheat": (str, type(None))}),
-}
+EVENT_TYPES = {cls.TYPE: (cls.NEEDED, cls.FORM) for cls in EVENT_CLASSES if cls.FORM}
+
+
+def event_from_dict(data: dict) -> Event:
+    """The event a line of the events file holds; ValueError for one in a form the worker never
+    writes."""
+    cls = next((c for c in EVENT_CLASSES if isinstance(data, dict) and data.get("type") == c.TYPE), None)
+    if cls is None or malformed(data):
+        raise ValueError(f"not an event the worker writes: {str(data)[:80]}")
+    body = {k: v for k, v in data.items() if k != "type"}
+    if issubclass(cls, Told):
+        return cls(body)
+    try:
+        return cls(**body)
+    except TypeError as exc:
+        raise ValueError(f"a '{cls.TYPE}' event in a form the worker never writes: {exc}") from None
 
 
 def malformed(event: dict) -> bool:

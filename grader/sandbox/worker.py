@@ -33,11 +33,10 @@ from grader.kata import memory_budget
 from grader.kata.format import load_kata
 from grader.kata.gpu_memory import shortfall
 from grader.profiling import run_maybe_profiled
-from grader.sandbox import integrity, launches, lockdown, progress
+from grader.sandbox import integrity, launches, lockdown, progress, protocol
 from grader.sandbox.case_runner import (CaseProblem, CaseRunner, FatalCudaError, TamperingError, is_cuda_fault,
                                         user_traceback)
 from grader.sandbox.guards import install_op_checks
-from grader.sandbox.protocol import Request
 from grader.sandbox.worker_line import ParentGone, ParentLine
 from grader.timing import sizing
 from grader.timing.ceilings import cache_key, far_off
@@ -50,8 +49,8 @@ class Reporter:
         # submission could read: the runner voids a grade whose events it did not write itself.
         self._file = open(path, "a", buffering=1)
 
-    def emit(self, event: dict) -> None:
-        self._file.write(json.dumps(event, default=str) + "\n")
+    def emit(self, event: protocol.Event) -> None:
+        self._file.write(json.dumps(event.to_dict(), default=str) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
 
@@ -112,7 +111,7 @@ def check_entry(module, task, path: Path):
     return fn
 
 
-def _lock_down(request: Request, device: str) -> dict:
+def _lock_down(request: protocol.Request, device: str) -> dict:
     """The sandbox, in force from here on for this process and its children: what held and how
     (grader.sandbox.confine)."""
     from grader.sandbox import confine
@@ -126,7 +125,7 @@ def _lock_down(request: Request, device: str) -> dict:
 
 
 def main(request_path: str) -> int:
-    request = Request.read(request_path)
+    request = protocol.Request.read(request_path)
     reporter = Reporter(request.results)
     line = ParentLine(int(request.control_fd))
     submission = Path(request.submission)
@@ -166,7 +165,7 @@ def main(request_path: str) -> int:
     # Told to the parent on the line before the submission is imported: the events file is open
     # to the submission later, the line's past is not, and the roofline floor rests on these.
     line.ask("env", **env)
-    reporter.emit({"type": "env", **env})
+    reporter.emit(protocol.Env(env))
 
     kata = load_kata(Path(request.kata_dir))
     too_small = shortfall(kata, torch.cuda.get_device_properties(0).total_memory) if device == "cuda" else None
@@ -183,12 +182,12 @@ def main(request_path: str) -> int:
     snapshot.watch("the worker's events file", reporter)
     sandbox = _lock_down(request, device)
     line.ask("sandbox", status=sandbox)  # before the import, like the environment
-    reporter.emit({"type": "sandbox", **sandbox})
+    reporter.emit(protocol.Sandbox(sandbox))
     try:
         module = load_submission(submission)
         entries = {t.name: check_entry(module, t, submission) for t in kata.tasks}
     except SubmissionLoadError as exc:
-        reporter.emit({"type": "load_error", "kind": exc.kind, "message": exc.message})
+        reporter.emit(protocol.LoadError(exc.kind, exc.message))
         return 0
 
     outdir = Path(request.outputs)
@@ -204,7 +203,7 @@ def main(request_path: str) -> int:
             if planned["task"] in given_up:
                 continue
             runner = runners[planned["task"]]
-            reporter.emit({"type": "start", "key": planned["key"]})
+            reporter.emit(protocol.Start(planned["key"]))
             progress.record.begin(progress.BASELINE)
             # The case's turn on the GPU starts before the baseline is run to set its limit: a
             # grade timing beside this one (selftest) must not share the GPU with it either. The
@@ -215,7 +214,7 @@ def main(request_path: str) -> int:
             result = runner.run_case(planned)
             if result["status"] != "ran":
                 failed_tasks.add(planned["task"])
-            reporter.emit({"type": "case", "key": planned["key"], "result": result})
+            reporter.emit(protocol.Case(planned["key"], result))
             answer = line.ask("case", key=planned["key"], result=result)
             runner.release(result.get("outputs") or {})
             if answer.get("stop"):
@@ -227,7 +226,7 @@ def main(request_path: str) -> int:
             budget_ms = sizing.case_budget_ms(sum(1 for p in plan if p["bench"] and p["task"] not in failed_tasks))
             for planned in plan:
                 if planned["bench"] and planned["task"] not in failed_tasks:
-                    reporter.emit({"type": "start", "key": planned["key"], "phase": "timing"})
+                    reporter.emit(protocol.Start(planned["key"], "timing"))
                     limit_s = line.ask("start", key=planned["key"], phase="timing").get("limit_s")
                     # Each outcome goes to the parent on the line first: the events file is open
                     # to the submission, which could rewrite an earlier case's timing there.
@@ -239,7 +238,7 @@ def main(request_path: str) -> int:
                     except CaseProblem as problem:
                         error = {"message": problem.message, "cheat": problem.cheat}
                         line.ask("timed", key=planned["key"], error=error)
-                        reporter.emit({"type": "timing_error", "key": planned["key"], **error})
+                        reporter.emit(protocol.TimingError(planned["key"], **error))
                         continue
                     except (TamperingError, FatalCudaError, ParentGone):
                         raise
@@ -249,21 +248,21 @@ def main(request_path: str) -> int:
                             raise FatalCudaError(text) from None
                         error = {"message": f"failed while being timed:\n{text}", "cheat": None}
                         line.ask("timed", key=planned["key"], error=error)
-                        reporter.emit({"type": "timing_error", "key": planned["key"], **error})
+                        reporter.emit(protocol.TimingError(planned["key"], **error))
                         continue
-                    reporter.emit({"type": "timing", "key": planned["key"], "timing": timing})
+                    reporter.emit(protocol.Timing(planned["key"], timing))
     except FatalCudaError as exc:
-        reporter.emit({"type": "fatal", "message": f"CUDA fault (the GPU context is lost, so the "
-                       f"remaining cases could not run):\n{exc}"})
+        reporter.emit(protocol.Fatal(f"CUDA fault (the GPU context is lost, so the "
+                                     f"remaining cases could not run):\n{exc}"))
         return 0
     except ParentGone:
         return 0
     except TamperingError as exc:
-        reporter.emit({"type": "fatal", "cheat": "tampering", "message": (
+        reporter.emit(protocol.Fatal(
             "The submission patched the grader, its timer or its checker: " + ", ".join(exc.changed[:8])
-            + (" ..." if len(exc.changed) > 8 else "") + ". Nothing it reported can be trusted.")})
+            + (" ..." if len(exc.changed) > 8 else "") + ". Nothing it reported can be trusted.", cheat="tampering"))
         return 0
-    reporter.emit({"type": "done"})
+    reporter.emit(protocol.Done())
     return 0
 
 
@@ -277,12 +276,11 @@ def _import_path(name: str, path: Path):
 def run_process(request_path: str) -> int:
     """The worker process's whole life (`python -m grader.sandbox.worker REQUEST`, or forked by the
     warm start): the exit code is 0 unless the process died first; what happened is in the events."""
-    results = Request.read(request_path).results  # unreadable after the lockdown
+    results = protocol.Request.read(request_path).results  # unreadable after the lockdown
     try:
         code = run_maybe_profiled(lambda: main(request_path), "KATA_WORKER_PROFILE")
     except Exception:  # noqa: BLE001 - a fault of the grader or the kata, not of the submission
-        Reporter(results).emit(
-            {"type": "internal_error", "message": traceback.format_exc()})
+        Reporter(results).emit(protocol.InternalError(traceback.format_exc()))
         code = 0
     sys.stdout.flush()
     sys.stderr.flush()
