@@ -110,6 +110,17 @@ def timed_form(timing, error) -> bool:
         and isinstance(error.get("cheat"), (str, type(None))))
 
 
+def announce_form(calls, sets) -> bool:
+    """A timing announced ("timing"): how many timed calls, over how many input sets."""
+    return isinstance(calls, int) and isinstance(sets, int) and calls >= 1 and sets >= 1
+
+
+def samples_form(samples, n_sets) -> bool:
+    """The kept timed outputs handed over ("samples"): a list of {call, set, file}; which calls
+    and sets they must be is the Referee's to check (it chose them)."""
+    return isinstance(samples, list) and all(isinstance(s, dict) for s in samples) and isinstance(n_sets, int)
+
+
 def baseline_form(value) -> bool:
     """The baseline's time the worker measured for a case's limit: a finite time, zero or more."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < math.inf

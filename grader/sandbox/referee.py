@@ -318,8 +318,7 @@ class Referee(threading.Thread):
 
     def _on_timing(self, request, key):
         calls, sets = request.get("calls"), request.get("sets")
-        if key in self._chosen or not isinstance(calls, int) or not isinstance(sets, int) \
-                or calls < 1 or sets < 1:
+        if key in self._chosen or not protocol.announce_form(calls, sets):
             self.forgeries.append(f"timing of {key} announced twice or malformed")
             return {}
         self._timing_calls[key] = calls
@@ -350,8 +349,7 @@ class Referee(threading.Thread):
         # the parent chose which set's outputs to keep.
         expected = {(call, s if method == "cuda_graph" else call % max(1, n_sets or 1))
                     for call, s in chosen.items() if call in asked}
-        if not isinstance(samples, list) or any(not isinstance(s, dict) for s in samples) or \
-                not isinstance(n_sets, int) or \
+        if not protocol.samples_form(samples, n_sets) or \
                 {(s.get("call"), s.get("set")) for s in samples} != expected or len(samples) != len(expected):
             self.forgeries.append(f"the kept timed outputs of {key} are not the ones the grader chose")
             return {}
