@@ -1,12 +1,13 @@
 """The parent's end of the worker's line (a thread of the trusted grading process): the worker
 asks, the parent decides.
 
-A socket pair, inherited by the worker (its end: grader.sandbox.worker_line). The worker announces each case (with its time limit),
-hands over each case's outputs and waits for the verdict, asks whether to time at all, and
-during timing asks after every call whether to keep its outputs. The parent side (`Referee`, a
-thread of the grading process) answers from what only it knows: the checker's verdicts and the
-secret choice of which timed calls are verified, drawn from the operating system's randomness
-in this process, never in the worker's.
+A socket pair, inherited by the worker (its end: grader.sandbox.worker_line; the forms of what
+it says: grader.sandbox.protocol). The worker announces each case (and the baseline's time, from
+which the parent sets the case's deadline), hands over each case's outputs and waits for the
+verdict, asks whether to time at all, and during timing asks after every call whether to keep its
+outputs. The parent side (`Referee`, a thread of the grading process) answers from what only it
+knows: the deadlines, the checker's verdicts and the secret choice of which timed calls are
+verified, drawn from the operating system's randomness in this process, never in the worker's.
 
 Every question is answered once: a question asked twice (the submission reading ahead on the
 worker's socket) voids the grade. The one exception is the parent's own: a timing it finds
