@@ -33,8 +33,6 @@ SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|ACCESS_KEY|PRIV
 REPRODUCER_ENV, REPRODUCER_NAME = "TRITON_REPRODUCER_PATH", "triton-reproducer.mlir"
 
 
-
-
 def worker_env(mode: str, tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV and not SECRET_ENV.search(k)}
     env.pop("TRITON_INTERPRET", None)
@@ -78,7 +76,6 @@ def grade_folder() -> str | None:
     return None
 
 
-
 def start_worker(request_path: Path, workdir: Path, env: dict, output, control: socket.socket):
     """The worker: forked by the warm start when it runs (grader.grading.warm_start), else a fresh
     Python."""
@@ -113,7 +110,6 @@ def _dies_with_us():
             os._exit(1)
 
     return arm
-
 
 
 class CheckerError(Exception):
@@ -224,7 +220,6 @@ def kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
-
 
 
 def read_output(path: Path) -> str:

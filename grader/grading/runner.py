@@ -221,7 +221,6 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          referee.remeasured, watch.processes, watch.method, *how_far, copied)
 
 
-
 def _how_far(referee: Referee, grade_dir: Path) -> tuple[str, bool | None]:
     """How far the case in flight had got, from the worker's progress record (a sentence), and
     whether that shows a slow kernel (True), a hang (False) or cannot tell (None)."""

@@ -31,6 +31,9 @@ from grader.timing.evidence import spread, unsteady
 
 @dataclass
 class WorkerRun:
+    """What was reported of a grade: the worker's events (the Referee's own findings first), how
+    it ended, and what the Referee heard on the line, which counts over the events file."""
+
     events: list[dict]
     returncode: int | None
     breach: watchdog.Breach | None
@@ -90,7 +93,6 @@ def _signal_name(code: int) -> str:
                "SIGBUS": "bus error", "SIGFPE": "floating-point exception",
                "SIGILL": "illegal instruction"}.get(name)
     return f"{name} ({meaning})" if meaning else name
-
 
 
 def _parent_floor(case: CaseResult, kata: Kata, planned: PlannedCase, ceilings: dict | None) -> None:

@@ -58,7 +58,6 @@ def user_traceback(exc: BaseException, submission: Path) -> str:
     return "\n".join(lines)
 
 
-
 def _sync(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()

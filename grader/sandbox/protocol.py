@@ -151,7 +151,6 @@ def read_events(path: Path, killed: bool = False) -> tuple[list[dict], int]:
     return events, corrupt
 
 
-
 def channel_forgeries(events: list[dict]) -> list[str]:
     """Signs of events the worker did not write: repeated cases, anything after 'done'."""
     problems, seen = [], set()
