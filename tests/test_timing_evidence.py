@@ -280,6 +280,8 @@ def test_rounds_that_disagree_mark_the_gpu_shared():
 def test_nothing_measured_beside_another_process_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("KATA_CACHE_DIR", str(tmp_path))
     measured = dict(ENV, ceilings=POISONED, ceilings_measured=True, device="Some Future GPU")
+    _grade(_timing(), env=measured)  # the verdict alone writes nothing
+    assert ceilings.load_all() == {}
     _grade(_timing(), processes=[OTHER], env=measured, keep=True)
     assert ceilings.load_all() == {}
     _grade(_timing(), env=measured, keep=True)
