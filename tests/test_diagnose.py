@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from grader.grading.plan import build_plan
-from grader.grading.runner import WorkerRun, _assemble
+from grader.grading.verdict import WorkerRun, verdict
 from grader.judge import failure_codes
 from grader.judge.checker import Checker
 from grader.judge.failure_codes import Diagnosis, Findings, classify, from_message, hidden_only
@@ -345,7 +345,7 @@ def _assembled(mode: str, change) -> object:
               {"type": "done"}]
     run = WorkerRun(events, 0, None, "", 0, [], verdicts, timing_failures)
     limits = watchdog.ResourceLimits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
-    return _assemble(kata, Path("/nonexistent/solution.py"), mode, 1, plan, run, limits)
+    return verdict(kata, Path("/nonexistent/solution.py"), mode, 1, plan, run, limits)
 
 
 def test_honest_failures_make_a_failing_grade_with_diagnoses_and_no_cheat():
@@ -428,7 +428,7 @@ def test_a_changed_store_is_a_cheat_only_where_landlock_could_not_stop_the_write
               {"type": "sandbox", "filesystem_restricted": restricted}, {"type": "done"}]
     run = WorkerRun(events, 0, None, "", 0, ["/home/u/results.sqlite"], verdicts, {})
     limits = watchdog.ResourceLimits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
-    result = _assemble(kata, Path("/nonexistent/solution.py"), "interpret", 1, plan, run, limits)
+    result = verdict(kata, Path("/nonexistent/solution.py"), "interpret", 1, plan, run, limits)
     assert result.cheat == cheat
     assert result.status == ("pass" if cheat is None else "error")
 

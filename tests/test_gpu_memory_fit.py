@@ -3,7 +3,7 @@ grade, where the grader's own work runs out of memory, and where a case does."""
 
 from __future__ import annotations
 
-from grader.grading import runner
+from grader.grading import runner, verdict
 from grader.kata import catalog
 from grader.kata.gpu_memory_fit import GIB, shortfall
 
@@ -20,14 +20,14 @@ def test_a_gpu_smaller_than_the_katas_measured_peak_is_named():
 
 def test_the_grader_running_out_of_gpu_memory_says_when_the_gpu_is_too_small(monkeypatch):
     adamw = catalog.get_kata("adamw")
-    monkeypatch.setattr(runner.cuda_probe, "total_memory_bytes", lambda: 24 * GIB)
-    message = runner.gpu_busy_message(adamw, "gpu", "CUDA out of memory")
+    monkeypatch.setattr(verdict.cuda_probe, "total_memory_bytes", lambda: 24 * GIB)
+    message = verdict.gpu_busy_message(adamw, "gpu", "CUDA out of memory")
     assert message.startswith("adamw's GPU grade peaks near 71 GiB") and message.endswith("CUDA out of memory")
-    assert runner.GPU_BUSY_MESSAGE in message
+    assert verdict.GPU_BUSY_MESSAGE in message
     # A GPU large enough, or an interpreter grade: the message as before (another program?).
-    assert runner.gpu_busy_message(adamw, "interpret", "x") == runner.GPU_BUSY_MESSAGE + "x"
-    monkeypatch.setattr(runner.cuda_probe, "total_memory_bytes", lambda: 80 * GIB)
-    assert runner.gpu_busy_message(adamw, "gpu", "x") == runner.GPU_BUSY_MESSAGE + "x"
+    assert verdict.gpu_busy_message(adamw, "interpret", "x") == verdict.GPU_BUSY_MESSAGE + "x"
+    monkeypatch.setattr(verdict.cuda_probe, "total_memory_bytes", lambda: 80 * GIB)
+    assert verdict.gpu_busy_message(adamw, "gpu", "x") == verdict.GPU_BUSY_MESSAGE + "x"
 
 
 def test_kata_grade_warns_before_a_gpu_grade_on_a_smaller_gpu(monkeypatch, tmp_path):

@@ -40,7 +40,7 @@ def test_a_hang_is_reported_by_its_case_within_the_case_limit(tmp_path):
 
 
 def test_a_task_stops_after_three_failing_cases_unless_keep_going():
-    from grader.sandbox.control import FAILURES_PER_TASK
+    from grader.sandbox.referee import FAILURES_PER_TASK
     result = grade(get_kata("vector_add"), WRONG / "vector_add_bad_mask.py", "interpret")
     failed = [c for c in result.cases if c.status in ("fail", "error")]
     not_run = [c for c in result.cases if c.status == "not_run"]
@@ -108,14 +108,14 @@ def test_the_cli_and_the_reports_show_the_grade_time_by_phase():
 
 def test_a_case_named_a_cheat_leads_the_grades_message():
     # Other cases may fail first as bugs (a diagnosis); the cheat is the verdict that matters.
-    from grader.grading.runner import _verdict
+    from grader.grading.verdict import grade_status
     from grader.results.schema import CaseResult, TaskResult
 
     wrong = CaseResult("t", "a", "float32", None, False, "fail", message="3 of 9 differ",
                        diagnosis="wrong_values")
     cheat = CaseResult("t", "b", "float32", None, False, "fail", message="results are cached",
                        cheat="cached_results")
-    _, message = _verdict([TaskResult("t", 1.0, "eager", [wrong, cheat], False)], "gpu", False, "")
+    _, message = grade_status([TaskResult("t", 1.0, "eager", [wrong, cheat], False)], "gpu", False, "")
     assert message == "2 case(s) failed; named a cheat: t/b [float32]: results are cached"
-    _, message = _verdict([TaskResult("t", 1.0, "eager", [wrong], False)], "gpu", False, "")
+    _, message = grade_status([TaskResult("t", 1.0, "eager", [wrong], False)], "gpu", False, "")
     assert message == "1 case(s) failed; first: t/a [float32]: 3 of 9 differ"

@@ -243,7 +243,7 @@ def test_first_call_outputs_are_handed_over_as_copies(fixture_katas, monkeypatch
     the first call's outputs go over as copies."""
     import torch
 
-    from grader.sandbox import worker
+    from grader.sandbox import case_runner as worker
     runner = worker.CaseRunner.__new__(worker.CaseRunner)
     runner.task = catalog.get_kata("toy_multi").tasks[0]  # sgd_step: params updated in place
     runner.device, runner.shared = "cuda", []

@@ -320,8 +320,10 @@ def test_a_recorded_anatomy_from_a_file_round_trips(tmp_path: Path):
 def test_the_runner_reads_the_anatomy_as_advice_and_never_changes_the_verdict(raw):
     from test_worker_reports import BENCH, _grade, _timing
 
-    result, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing(anatomy=raw)}], {BENCH.key})
-    plain, _ = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing()}], {BENCH.key})
+    result, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing(anatomy=raw)}], {BENCH.key},
+                          {BENCH.key: {"timing": _timing(anatomy=raw)}})
+    plain, _ = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing()}], {BENCH.key},
+                      {BENCH.key: {"timing": _timing()}})
     assert result.cheats == [] and (result.status, result.score) == (plain.status, plain.score)
     assert case.anatomy is not None and json.dumps(result.to_dict())
 
@@ -329,7 +331,8 @@ def test_the_runner_reads_the_anatomy_as_advice_and_never_changes_the_verdict(ra
 def test_a_timing_with_no_anatomy_has_a_note():
     from test_worker_reports import BENCH, _grade, _timing
 
-    _, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing()}], {BENCH.key})
+    _, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing()}], {BENCH.key},
+                     {BENCH.key: {"timing": _timing()}})
     assert case.kernels is None and case.anatomy == {"note": "no anatomy was reported for this case"}
 
 
@@ -468,7 +471,7 @@ def test_a_call_too_slow_to_profile_within_the_timing_limit_is_not_profiled():
 def test_the_profiler_s_own_log_lines_are_not_shown_as_the_submission_s_output(tmp_path: Path):
     # Recent torch's Kineto writes these to stderr (the submission's output file) for every
     # profiled call, whatever KINETO_LOG_LEVEL says: they were shown as "output of the submission".
-    from grader.grading import runner
+    from grader.grading import processes
 
     path = tmp_path / "output.txt"
     path.write_text("my debug line\n"
@@ -477,7 +480,7 @@ def test_the_profiler_s_own_log_lines_are_not_shown_as_the_submission_s_output(t
                     "STAGE:2024-01-02 03:04:05 123:123 ActivityProfilerController.cpp:314] Completed Stage: Warm Up\n"
                     "loc(\"k.py\":3:4): error: failed to legalize operation\n"
                     "USDT: my own line\n")
-    assert runner._read_output(path) == ("my debug line\nloc(\"k.py\":3:4): error: failed to legalize "
+    assert processes.read_output(path) == ("my debug line\nloc(\"k.py\":3:4): error: failed to legalize "
                                          "operation\nUSDT: my own line\n")
     path.write_text("USDT:2026-11-29 02:09:40 25897:25897 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
-    assert runner._read_output(path) == ""  # nothing printed: no "output of the submission" at all
+    assert processes.read_output(path) == ""  # nothing printed: no "output of the submission" at all

@@ -151,7 +151,7 @@ def test_the_guard_bands_pause_the_meter_around_each_relocation_only():
 
 def test_the_worker_measures_only_on_a_gpu_and_only_where_a_budget_is_declared():
     from grader.kata.catalog import get_kata
-    from grader.sandbox.worker import CaseRunner
+    from grader.sandbox.case_runner import CaseRunner
 
     def budget(kata: str, device: str):
         task = get_kata(kata).tasks[0]

@@ -1,5 +1,5 @@
 """The parent's side of the worker's line: verdicts case by case, correctness before timing, the
-secret choice of verified timed calls, and questions asked out of turn (grader.sandbox.control); and the
+secret choice of verified timed calls, and questions asked out of turn (grader.sandbox.referee); and the
 replay of the input changes made before timed calls (grader.timing.perturb)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import socket
 import pytest
 import torch
 
-from grader.sandbox.control import SAMPLED, ParentLine, ParentSampler, Referee
+from grader.sandbox.referee import SAMPLED, Referee
+from grader.sandbox.worker_line import ParentLine, ParentSampler
 from grader.timing.perturb import Perturber, Replay, change_call, replay, seeded_keys
 
 PLAN = [{"key": f"t/c{i}/float32", "task": "t", "case": f"c{i}", "dtype": "float32"} for i in range(3)]
@@ -50,7 +51,7 @@ def line_to():
 def _run_cases(line, keys):
     answers = []
     for key in keys:
-        line.ask("start", key=key, phase="case", limit_s=10)
+        line.ask("start", key=key, phase="case")
         answers.append(line.ask("case", key=key, result={"status": "ran", "outputs": {}}))
     return answers
 
@@ -84,8 +85,8 @@ def test_the_compile_ahead_hooks_hear_each_case_once_and_timing_before_it_starts
     referee.case_started = lambda key: heard.append(("case", key))
     referee.before_timing = lambda: heard.append(("timing", None))
     for p in PLAN:
-        line.ask("start", key=p["key"], phase="case", limit_s=60)
-        line.ask("start", key=p["key"], phase="case", limit_s=10)  # its limit, now known
+        line.ask("start", key=p["key"], phase="case")
+        line.ask("start", key=p["key"], phase="case", baseline_s=0.001)  # its limit, now known
         line.ask("case", key=p["key"], result={"status": "ran", "outputs": {}})
     assert heard == [("case", p["key"]) for p in PLAN]
     assert line.ask("time") == {"time": timed}
@@ -126,7 +127,7 @@ def test_timed_calls_to_verify_are_chosen_by_the_parent_and_revealed_only_after_
 
 
 def _timed_case(line, key, hand_over=True):
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     if hand_over:  # an in-place task's worker hands over no chosen calls, but still asks
         line.ask("samples", key=key, samples=[], method="events", sets=2)
 
@@ -135,7 +136,7 @@ def test_a_timed_case_s_outcome_is_kept_once_as_the_worker_told_it(line_to):
     line, referee = line_to(FakeJudge())
     _timed_case(line, PLAN[0]["key"])
     line.ask("timed", key=PLAN[0]["key"], timing={"time_ms": 1.0, "speedup": 1.5})
-    line.ask("start", key=PLAN[1]["key"], phase="timing", limit_s=10)
+    line.ask("start", key=PLAN[1]["key"], phase="timing")
     line.ask("timed", key=PLAN[1]["key"], error={"message": "too slow at first", "cheat": "slow_first_calls"})
     assert referee.timing_reports == {
         PLAN[0]["key"]: {"timing": {"time_ms": 1.0, "speedup": 1.5}},
@@ -186,8 +187,8 @@ def test_handing_over_other_timed_outputs_than_chosen_is_caught(line_to):
 
 
 def test_a_case_past_its_limit_is_overdue(line_to):
-    line, referee = line_to(FakeJudge())
-    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=1e-6)
+    line, referee = line_to(FakeJudge(), case_cap_s=1e-6)
+    line.ask("start", key=PLAN[0]["key"], phase="case")
     assert referee.overdue()["key"] == PLAN[0]["key"]
     line.ask("case", key=PLAN[0]["key"], result={"status": "ran"})
     assert referee.overdue() is None
@@ -231,7 +232,7 @@ def test_a_case_result_only_the_checker_can_give_is_a_forgery(line_to, status):
     # The submission shares the worker's process and can reach its end of the line: a "pass"
     # sent from there never went through the checker.
     line, referee = line_to(FakeJudge())
-    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=10)
+    line.ask("start", key=PLAN[0]["key"], phase="case")
     answer = line.ask("case", key=PLAN[0]["key"], result={"status": status})
     assert answer == {"ok": False, "stop": True}
     assert referee.forgeries and "never sends" in referee.forgeries[0]
@@ -240,7 +241,7 @@ def test_a_case_result_only_the_checker_can_give_is_a_forgery(line_to, status):
 
 def test_a_result_for_a_case_not_being_run_is_a_forgery(line_to):
     line, referee = line_to(FakeJudge())
-    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=10)
+    line.ask("start", key=PLAN[0]["key"], phase="case")
     assert line.ask("case", key=PLAN[1]["key"], result={"status": "ran"})["stop"] is True
     assert "not the case being run" in referee.forgeries[0]
     assert referee.verdicts == {}
@@ -248,7 +249,7 @@ def test_a_result_for_a_case_not_being_run_is_a_forgery(line_to):
 
 def test_which_case_a_result_is_for_comes_from_the_plan(line_to):
     line, referee = line_to(FakeJudge())
-    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=10)
+    line.ask("start", key=PLAN[0]["key"], phase="case")
     line.ask("case", key=PLAN[0]["key"], result={"status": "ran", "task": "x", "name": "y",
                                                  "dtype": "float64", "hidden": True})
     verdict = referee.verdicts[PLAN[0]["key"]]
@@ -263,7 +264,7 @@ def test_a_failing_result_in_a_form_the_worker_never_sends_is_a_forgery(line_to,
     # A failing result goes to the verdict as it came (the checker has nothing to check): one the
     # worker's code cannot have written names fake_result instead of crashing the grade.
     line, referee = line_to(FakeJudge())
-    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=10)
+    line.ask("start", key=PLAN[0]["key"], phase="case")
     answer = line.ask("case", key=PLAN[0]["key"], result=dict({"status": "fail", "message": "m", "cheat": None}, **field))
     assert answer == {"ok": False, "stop": True} and "never sends" in referee.forgeries[0]
     assert PLAN[0]["key"] not in referee.verdicts
@@ -271,7 +272,7 @@ def test_a_failing_result_in_a_form_the_worker_never_sends_is_a_forgery(line_to,
 
 def test_the_worker_s_own_failing_result_is_no_forgery(line_to):
     line, referee = line_to(FakeJudge(failing={PLAN[0]["key"]}))
-    line.ask("start", key=PLAN[0]["key"], phase="case", limit_s=10)
+    line.ask("start", key=PLAN[0]["key"], phase="case")
     line.ask("case", key=PLAN[0]["key"], result={
         "task": "t", "name": "c0", "dtype": "float32", "shape": [4, 4], "hidden": False,
         "status": "error", "message": "t raised an exception", "cheat": None, "launches": 2})
@@ -451,7 +452,7 @@ def test_a_grade_that_times_has_the_gpu_to_itself():
     import threading
     import time
 
-    from grader.sandbox.control import GpuTurns
+    from grader.grading.selftest import GpuTurns
 
     turns, log = GpuTurns(), []
     turns.case_begin()  # grade A is in a case
@@ -494,10 +495,54 @@ def test_a_case_stays_under_its_timing_limit_until_its_timing_is_told(line_to):
     # After the kept outputs are handed over the worker calls the submission once more, profiled
     # (the anatomy): a call that hangs there is stopped at the case's limit, named, not at the
     # whole grade's.
-    line, referee = line_to(FakeJudge())
+    line, referee = line_to(FakeJudge(), case_cap_s=1e-6)
     key = PLAN[0]["key"]
-    line.ask("start", key=key, phase="timing", limit_s=1e-6)
+    line.ask("start", key=key, phase="timing")
     line.ask("samples", key=key, samples=[], method="events", sets=2)
     assert referee.overdue()["key"] == key and referee.overdue()["phase"] == "timing"
     line.ask("timed", key=key, timing={"time_ms": 1.0, "speedup": 1.5})
     assert referee.overdue() is None and referee.current is None
+
+
+# ---- the case deadlines are the parent's ----------------------------------------------------------
+
+def test_the_referee_sets_each_case_s_deadline_from_the_baseline_s_time():
+    # grader.kata.time_limits: the cap until the baseline's time is known, then the case's own; a
+    # task's first case compiles its kernels and gets the compile allowance.
+    from grader.kata.time_limits import CASE_CAP_S, case_limit_s, timing_limit_s
+
+    referee = Referee(None, FakeJudge(), PLAN, mode="gpu")
+    first, second = PLAN[0]["key"], PLAN[1]["key"]
+    assert referee.answer({"op": "start", "key": first, "phase": "case"}) == {"limit_s": CASE_CAP_S}
+    assert referee.answer({"op": "start", "key": first, "phase": "case", "baseline_s": 0.001}) == \
+        {"limit_s": case_limit_s("gpu", True, 0.001, None)}
+    assert referee.current["limit_s"] == pytest.approx(32.0)  # 30 s to compile, 2000 x 1 ms
+    referee.answer({"op": "start", "key": second, "phase": "case", "baseline_s": 0.001})
+    assert referee.current["limit_s"] == pytest.approx(12.0)  # the task's kernels are compiled
+    assert referee.answer({"op": "start", "key": first, "phase": "timing"}) == {"limit_s": timing_limit_s(None)}
+    assert referee.forgeries == []
+
+
+def test_a_worker_cannot_lengthen_its_deadline():
+    # Whatever limit the worker names is not read; a baseline's time it claims is bounded by the
+    # cap, and one that is no time at all is a forgery.
+    from grader.kata.time_limits import CASE_CAP_S
+
+    referee = Referee(None, FakeJudge(), PLAN, mode="gpu", case_cap_s=None)
+    key = PLAN[0]["key"]
+    referee.answer({"op": "start", "key": key, "phase": "case", "limit_s": 1e9})
+    assert referee.current["limit_s"] == CASE_CAP_S
+    referee.answer({"op": "start", "key": key, "phase": "case", "baseline_s": 1e9, "limit_s": 1e9})
+    assert referee.current["limit_s"] == CASE_CAP_S
+    for junk in (float("nan"), float("inf"), -1.0, "5", True, [1]):
+        assert referee.answer({"op": "start", "key": key, "phase": "case", "baseline_s": junk}) is None
+    assert referee.answer({"op": "start", "key": key, "phase": "timing", "baseline_s": 0.1}) is None
+    assert referee.current["limit_s"] == CASE_CAP_S
+
+
+def test_timeout_sets_every_case_s_deadline_raised_or_lowered():
+    referee = Referee(None, FakeJudge(), PLAN, mode="interpret", case_cap_s=300.0)
+    key = PLAN[0]["key"]
+    assert referee.answer({"op": "start", "key": key, "phase": "case"}) == {"limit_s": 300.0}
+    assert referee.answer({"op": "start", "key": key, "phase": "case", "baseline_s": 0.001}) == {"limit_s": 300.0}
+    assert referee.answer({"op": "start", "key": key, "phase": "timing"}) == {"limit_s": 300.0}

@@ -120,12 +120,12 @@ def test_speed_advice_lists_host_syncs_once_with_the_first_case_and_line():
 
 def test_the_worker_timing_fields_reach_the_case():
     from grader.grading.plan import PlannedCase
-    from grader.grading.runner import _case_result
+    from grader.grading.verdict import case_result
 
     planned = PlannedCase(task="adamw_step", case="bench", dtype="float32", hidden=False, bench=True)
     raw = {"task": "adamw_step", "name": "bench", "dtype": "float32", "shape": [4], "hidden": False,
            "status": "pass"}
-    case = _case_result(planned, raw, {"time_ms": 1.0, "host_syncs": 2, "host_sync_at": "s.py:7"})
+    case = case_result(planned, raw, {"time_ms": 1.0, "host_syncs": 2, "host_sync_at": "s.py:7"})
     assert (case.host_syncs, case.host_sync_at) == (2, "s.py:7")
 
 

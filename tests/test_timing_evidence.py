@@ -13,10 +13,12 @@ import pytest
 
 from grader.grading import gpu_sharing, timing_evidence
 from grader.grading.plan import build_plan
-from grader.grading.runner import WorkerRun, _assemble
+from grader.grading.runner import keep_ceilings
+from grader.grading.verdict import WorkerRun, verdict
 from grader.kata.catalog import get_kata
 from grader.sandbox import watchdog
-from grader.sandbox.control import ParentLine, ParentSampler, Referee
+from grader.sandbox.referee import Referee
+from grader.sandbox.worker_line import ParentLine, ParentSampler
 from grader.timing import ceilings
 
 H200 = "NVIDIA H200"
@@ -131,7 +133,7 @@ def test_a_suspect_timing_is_timed_again_from_a_fresh_choice_of_kept_calls(refer
     suspect = lambda key, timing: (reason, "too fast") if timing["time_ms"] < 1 else None  # noqa: E731
     line, referee, judge, looked = referee_line(suspect)
     key = PLAN[0]["key"]
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     assert _time_once(line, key, 0.1) == {"again": True}
     assert key not in referee.timing_reports and referee.retimed[key]["reason"] == reason
     # A floor in question: the ceilings were measured again in the (trusted) checker first.
@@ -149,12 +151,12 @@ def test_a_suspect_timing_is_timed_again_from_a_fresh_choice_of_kept_calls(refer
 def test_a_timing_is_timed_again_only_once_and_an_honest_one_never(referee_line):
     line, referee, judge, _ = referee_line(lambda key, timing: ("slow_first_calls", "slow"))
     key = PLAN[0]["key"]
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     assert _time_once(line, key, 0.1) == {"again": True}
     assert _time_once(line, key, 0.1) == {}  # still suspect: the parent names it at the end
     assert referee.timing_reports[key]["timing"]["time_ms"] == 0.1
     line, referee, judge, _ = referee_line(lambda key, timing: None)
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     assert _time_once(line, key, 0.1) == {} and referee.retimed == {}
 
 
@@ -162,7 +164,7 @@ def test_ceilings_that_cannot_be_measured_again_leave_the_second_timing_to_decid
     line, referee, judge, _ = referee_line(lambda key, timing: ("below_physical_floor", "too fast"))
     judge.measure_ceilings = lambda: 1 / 0
     key = PLAN[0]["key"]
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     assert _time_once(line, key, 0.1) == {"again": True}
     assert referee.errors == [] and "ZeroDivisionError" in referee.retimed[key]["ceilings_not_remeasured"]
 
@@ -170,7 +172,7 @@ def test_ceilings_that_cannot_be_measured_again_leave_the_second_timing_to_decid
 def test_a_suspect_judge_that_fails_times_nothing_again(referee_line):
     line, referee, _, _ = referee_line(lambda key, timing: 1 / 0)
     key = PLAN[0]["key"]
-    line.ask("start", key=key, phase="timing", limit_s=10)
+    line.ask("start", key=key, phase="timing")
     assert _time_once(line, key, 0.1) == {} and referee.errors
 
 
@@ -190,13 +192,15 @@ def _timing(**changes) -> dict:
     return timing
 
 
-def _grade(timing: dict, *, retimed=None, processes=(), env=ENV):
+def _grade(timing: dict, *, retimed=None, processes=(), env=ENV, keep=False):
     verdicts = {p.key: {"task": p.task, "name": p.case, "dtype": p.dtype, "shape": [1], "hidden": p.hidden,
                         "status": "pass", "message": "", "cheat": None} for p in GPU_PLAN if not p.skip_reason}
     run = WorkerRun([{"type": "done"}], 0, None, "", 0, [], verdicts, {}, timed={BENCH.key}, env=env,
                     timing_reports={BENCH.key: {"timing": timing}}, retimed=retimed or {},
                     gpu_processes=list(processes))
-    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, GPU_PLAN, run, LIMITS)
+    result = verdict(KATA, Path("/nonexistent/solution.py"), "gpu", 1, GPU_PLAN, run, LIMITS)
+    if keep:  # what the grade's flow does next (the verdict itself writes nothing)
+        keep_ceilings(run, result)
     case = next(c for c in result.cases if c.name == BENCH.case and c.dtype == BENCH.dtype)
     return result, case
 
@@ -276,9 +280,11 @@ def test_rounds_that_disagree_mark_the_gpu_shared():
 def test_nothing_measured_beside_another_process_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("KATA_CACHE_DIR", str(tmp_path))
     measured = dict(ENV, ceilings=POISONED, ceilings_measured=True, device="Some Future GPU")
-    _grade(_timing(), processes=[OTHER], env=measured)
+    _grade(_timing(), env=measured)  # the verdict alone writes nothing
     assert ceilings.load_all() == {}
-    _grade(_timing(), env=measured)
+    _grade(_timing(), processes=[OTHER], env=measured, keep=True)
+    assert ceilings.load_all() == {}
+    _grade(_timing(), env=measured, keep=True)
     assert list(ceilings.load_all().values()) == [POISONED]
 
 

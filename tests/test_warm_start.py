@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading import runner, warm_start
+from grader.grading import processes, warm_start
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
 from grader.sandbox import lockdown as sandbox
@@ -33,7 +33,7 @@ def private_server(tmp_path, monkeypatch):
     folder.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
     monkeypatch.setenv("KATA_WARM_START", "1")
-    env = runner._worker_env("interpret", tmp_path)
+    env = processes.worker_env("interpret", tmp_path)
     path = warm_start.private_dir() / f"{warm_start.server_key(env)}.sock"
     warm_start._start_server(path, env)
     deadline = time.monotonic() + 60

@@ -1,4 +1,4 @@
-"""What the parent believes of the worker's reports (grader.grading.runner): the submission shares
+"""What the parent believes of the worker's reports (grader.grading.verdict, grader.sandbox.protocol): the submission shares
 the worker's process and can write what the worker writes, so a timing counts only for a case
 whose kept timed outputs reached the referee, only in the form the worker writes it, and the
 figures the parent can work out itself (the roofline floor) it works out itself."""
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader.grading.plan import build_plan
-from grader.grading.runner import WorkerRun, _assemble
+from grader.grading.verdict import WorkerRun, verdict
 from grader.kata.catalog import get_kata
 from grader.sandbox import watchdog
 
@@ -35,18 +35,21 @@ def _timing(**changes) -> dict:
     return timing
 
 
-def _grade(timing_events: list[dict], timed: set):
+def _grade(timing_events: list[dict], timed: set, reports: dict | None = None):
+    """`timing_events` in the events file; `reports`: each timed case's outcome as the referee
+    heard it on the line (by default none: the file's timings alone count for nothing)."""
     verdicts = {p.key: _passing(p) for p in PLAN if not p.skip_reason}
     events = [{"type": "env", "device": "test", "versions": {}, "ceilings": CEILINGS},
               *timing_events, {"type": "done"}]
-    run = WorkerRun(events, 0, None, "", 0, [], verdicts, {}, timed=timed)
-    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    run = WorkerRun(events, 0, None, "", 0, [], verdicts, {}, timed=timed, timing_reports=reports or {})
+    result = verdict(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     case = next(c for t in result.tasks for c in t.cases if (c.name, c.dtype) == (BENCH.case, BENCH.dtype))
     return result, case
 
 
 def test_a_timing_of_a_case_the_referee_saw_timed_counts_and_its_floor_is_the_parents():
-    result, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing()}], {BENCH.key})
+    result, case = _grade([{"type": "timing", "key": BENCH.key, "timing": _timing()}], {BENCH.key},
+                          {BENCH.key: {"timing": _timing()}})
     assert result.cheats == [] and case.time_ms == 1.0 and case.speedup == 1.2
     nbytes, _ = next(t for t in KATA.tasks if t.name == BENCH.task).cost(
         next(c for c in KATA.tasks[0].cases if c.name == BENCH.case), itemsize=4)
@@ -91,8 +94,9 @@ def test_the_floor_rests_on_the_environment_the_referee_heard_before_the_import(
     forged_env = {"type": "env", "device": "test", "versions": {}, "ceilings": {"copy_gbps": 1e-3, "matmul_tflops": 1e-3}}
     events = [forged_env, {"type": "timing", "key": BENCH.key, "timing": _timing()}, {"type": "done"}]
     heard = {"device": "test", "versions": {}, "ceilings": CEILINGS, "ceilings_measured": False}
-    run = WorkerRun(events, 0, None, "", 0, [], verdicts, {}, timed={BENCH.key}, env=heard)
-    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    run = WorkerRun(events, 0, None, "", 0, [], verdicts, {}, timed={BENCH.key}, env=heard,
+                    timing_reports={BENCH.key: {"timing": _timing()}})
+    result = verdict(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     case = next(c for t in result.tasks for c in t.cases if (c.name, c.dtype) == (BENCH.case, BENCH.dtype))
     assert result.cheats == [] and case.status == "pass"
     assert case.floor_ms == pytest.approx(case.nbytes / 3e12 * 1e3)
@@ -106,7 +110,7 @@ def test_whether_writes_were_confined_is_what_the_referee_heard_before_the_impor
     events = [{"type": "sandbox", "filesystem_restricted": True}, {"type": "done"}]
     run = WorkerRun(events, 0, None, "", 0, ["results.sqlite"], verdicts, {},
                     sandbox={"filesystem_restricted": False})
-    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    result = verdict(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     assert result.cheat == "protected_path_written"
 
 
@@ -115,7 +119,7 @@ def test_advice_on_speed_is_for_grades_not_named_a_cheat(written):
     verdicts = {p.key: dict(_passing(p), launches=100) for p in PLAN if not p.skip_reason}
     run = WorkerRun([{"type": "done"}], 0, None, "", 0, written, verdicts, {},
                     sandbox={"filesystem_restricted": False})
-    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    result = verdict(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     assert [a["code"] for a in result.advice] == ([] if written else ["many_launches"])
 
 
@@ -149,8 +153,10 @@ def test_the_worker_s_own_events_are_no_forgery():
               {"type": "start", "key": other.key, "phase": "timing"},
               {"type": "timing_error", "key": other.key, "message": "failed while being timed:\nboom"},
               {"type": "fatal", "message": "CUDA fault (the GPU context is lost)"}]
-    run = WorkerRun(events, 0, None, "", 0, [], verdicts, {}, timed={BENCH.key})
-    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    told = {BENCH.key: {"error": {"message": "slow", "cheat": None}},
+            other.key: {"error": {"message": "failed while being timed:\nboom", "cheat": None}}}
+    run = WorkerRun(events, 0, None, "", 0, [], verdicts, {}, timed={BENCH.key}, timing_reports=told)
+    result = verdict(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     assert result.cheats == [] and "CUDA fault" in result.message
 
 
@@ -160,11 +166,11 @@ def test_the_worker_s_own_events_are_no_forgery():
     ('not an event\n', True, 1),                            # a whole line it never writes
 ])
 def test_a_line_torn_by_killing_the_worker_is_no_forgery(tmp_path, tail, killed, corrupt):
-    from grader.grading.runner import _read_events
+    from grader.sandbox.protocol import read_events
 
     path = tmp_path / "events.jsonl"
     path.write_text('{"type": "start", "key": "vector_add/small/float32"}\n' + tail)
-    events, found = _read_events(path, killed)
+    events, found = read_events(path, killed)
     assert [e["type"] for e in events] == ["start"] and found == corrupt
 
 
@@ -179,7 +185,7 @@ def test_timings_are_the_referee_s_copy_not_the_events_file_s():
                     timing_reports={BENCH.key: {"timing": _timing()},
                                     other.key: {"error": {"message": "first timed calls 40x slower",
                                                           "cheat": "slow_first_calls"}}})
-    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    result = verdict(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     cases = {(c.name, c.dtype): c for t in result.tasks for c in t.cases}
     assert cases[BENCH.case, BENCH.dtype].speedup == 1.2 and cases[BENCH.case, BENCH.dtype].time_ms == 1.0
     assert cases[other.case, other.dtype].cheat == "slow_first_calls"
@@ -192,7 +198,7 @@ def test_the_worker_s_own_events_file_timing_matches_what_it_told():
     verdicts = {p.key: _passing(p) for p in PLAN if not p.skip_reason}
     run = WorkerRun([{"type": "timing", "key": BENCH.key, "timing": _timing()}, {"type": "done"}], 0, None,
                     "", 0, [], verdicts, {}, timed={BENCH.key}, timing_reports={BENCH.key: {"timing": _timing()}})
-    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    result = verdict(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     assert result.cheats == [] and result.status == "pass"
 
 
@@ -200,5 +206,5 @@ def test_a_timing_told_on_the_line_in_another_form_is_a_forgery():
     verdicts = {p.key: _passing(p) for p in PLAN if not p.skip_reason}
     run = WorkerRun([{"type": "done"}], 0, None, "", 0, [], verdicts, {}, timed={BENCH.key},
                     timing_reports={BENCH.key: {"timing": _timing(speedup="6")}})
-    result = _assemble(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
+    result = verdict(KATA, Path("/nonexistent/solution.py"), "gpu", 1, PLAN, run, LIMITS)
     assert result.cheat == "fake_result"

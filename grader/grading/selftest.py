@@ -1,7 +1,7 @@
 """Selftest: every reference must pass its kata and every stub must fail it.
 
 The grades run side by side (correctness needs no quiet GPU), but a grade that times has the
-GPU to itself: no case of another grade runs meanwhile (grader.sandbox.control.GpuTurns).
+GPU to itself: no case of another grade runs meanwhile (GpuTurns, below).
 
 Side by side on one GPU, the grades share its memory: four checkers holding float64 truths of
 the largest cases can exhaust it, and a grade then fails for a reason that is not its own (the
@@ -12,6 +12,7 @@ GPU is therefore graded again alone, as a learner's grade always runs; the resul
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -19,10 +20,42 @@ from grader.grading.runner import grade
 from grader.kata import time_limits
 from grader.kata.format import Kata
 from grader.results.schema import PASS, GradeResult
-from grader.sandbox.control import GpuTurns
 
 # Grades at once: each is a worker, a checker and their compilers (Triton compiles on the CPU).
 PARALLEL = max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+class GpuTurns:
+    """Grades side by side on one GPU: their checked cases may overlap one another, but a grade
+    that times has the GPU to itself (no case of another grade runs while it times)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._cases = 0  # checked cases in flight, across grades
+        self._timing = False
+        self._waiting_to_time = 0
+
+    def case_begin(self) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._timing and not self._waiting_to_time)
+            self._cases += 1
+
+    def case_end(self) -> None:
+        with self._cond:
+            self._cases -= 1
+            self._cond.notify_all()
+
+    def timing_begin(self) -> None:
+        with self._cond:
+            self._waiting_to_time += 1
+            self._cond.wait_for(lambda: not self._timing and self._cases == 0)
+            self._waiting_to_time -= 1
+            self._timing = True
+
+    def timing_end(self) -> None:
+        with self._cond:
+            self._timing = False
+            self._cond.notify_all()
 
 
 @dataclass

@@ -49,7 +49,7 @@ KEY_PREFIXES = ("PATH", "LD_", "PYTHON", "TORCH", "PYTORCH", "TRITON_", "CUDA", 
                 "MKL_", "HOME")
 # TRITON_CACHE_DIR is read when a kernel compiles, not at import: a batch gives each submission
 # its own (grader.batch.engine), and one server forks them all. So is TRITON_REPRODUCER_PATH,
-# which names a file in each grade's own folder (grader.grading.runner.copy_reproducer).
+# which names a file in each grade's own folder (grader.grading.processes.copy_reproducer).
 KEY_IGNORED = ("TRITON_KATA_PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "TRITON_CACHE_DIR",
                "TRITON_REPRODUCER_PATH")
 

@@ -24,7 +24,7 @@ the work, padded above the physical floor where no correctness check can see it.
 
 Each call's change is drawn from a key, and the bits from torch generators seeded by it on the
 inputs' device. In a grade the parent process draws the keys and sends each with its answer to the
-previous call (grader.sandbox.control), so nothing in the worker's memory tells a submission the
+previous call (grader.sandbox.referee), so nothing in the worker's memory tells a submission the
 inputs of a later call; it keeps them, and the trusted checker, drawing the same sets on the same
 device, replays the changes from them to rebuild the exact inputs of any timed call. Elsewhere
 (tests, in-place tasks, which keep no calls) the keys come from a seed (seeded_keys).

@@ -1,11 +1,13 @@
-"""The line between the worker and the grading parent: the worker asks, the parent decides.
+"""The parent's end of the worker's line (a thread of the trusted grading process): the worker
+asks, the parent decides.
 
-A socket pair, inherited by the worker. The worker announces each case (with its time limit),
-hands over each case's outputs and waits for the verdict, asks whether to time at all, and
-during timing asks after every call whether to keep its outputs. The parent side (`Referee`, a
-thread of the grading process) answers from what only it knows: the checker's verdicts and the
-secret choice of which timed calls are verified, drawn from the operating system's randomness
-in this process, never in the worker's.
+A socket pair, inherited by the worker (its end: grader.sandbox.worker_line; the forms of what
+it says: grader.sandbox.protocol). The worker announces each case (and the baseline's time, from
+which the parent sets the case's deadline), hands over each case's outputs and waits for the
+verdict, asks whether to time at all, and during timing asks after every call whether to keep its
+outputs. The parent side (`Referee`, a thread of the grading process) answers from what only it
+knows: the deadlines, the checker's verdicts and the secret choice of which timed calls are
+verified, drawn from the operating system's randomness in this process, never in the worker's.
 
 Every question is answered once: a question asked twice (the submission reading ahead on the
 worker's socket) voids the grade. The one exception is the parent's own: a timing it finds
@@ -20,62 +22,10 @@ import socket
 import threading
 import time
 
+from grader.kata.time_limits import CASE_CAP_S, case_limit_s, timing_limit_s
+from grader.sandbox import protocol
+
 SAMPLED = 3  # timed calls per bench case whose outputs are verified
-# The statuses a worker reports for a case it ran: "ran" (its outputs await the checker), or
-# "fail" / "error" (the live process saw something wrong). "pass" is the checker's word alone.
-WORKER_STATUSES = ("ran", "fail", "error")
-# The fields of the case result the worker sends (grader.sandbox.worker.CaseRunner.run_case) and
-# their types: a failing result goes to the verdict as sent, so one in another form is forged.
-RESULT_TYPES = {"task": (str,), "name": (str,), "dtype": (str,), "shape": (list, type(None)),
-                "hidden": (bool,), "status": (str,), "message": (str,), "cheat": (str, type(None)),
-                "launches": (int,), "outputs": (dict,)}
-
-
-class ParentGone(Exception):
-    """The parent closed the line: stop at once."""
-
-
-class ParentLine:
-    """The worker's end: ask(op, **fields) -> the parent's answer (a dict)."""
-
-    def __init__(self, fd: int):
-        self._sock = socket.socket(fileno=fd)
-        self._reader = self._sock.makefile("rb")
-        self._writer = self._sock.makefile("wb")
-
-    def ask(self, op: str, **fields) -> dict:
-        try:
-            self._writer.write((json.dumps({"op": op, **fields}, default=str) + "\n").encode())
-            self._writer.flush()
-            line = self._reader.readline()
-        except OSError as exc:
-            raise ParentGone(str(exc)) from None
-        if not line:
-            raise ParentGone("the grading process closed the line")
-        return json.loads(line)
-
-
-class ParentSampler:
-    """The timing loop's sampler (grader.timing.timer.time_pair), answered by the parent."""
-
-    def __init__(self, line: ParentLine, key: str):
-        self.line, self.key = line, key
-        self._next_key: int | None = None
-
-    def begin(self, calls: int, n_sets: int) -> None:
-        self._next_key = self.line.ask("timing", key=self.key, calls=calls, sets=n_sets).get("change_key")
-
-    def change_key(self) -> int:
-        """The key of the next call's input change: the parent sent it with its last answer."""
-        key, self._next_key = self._next_key, None
-        if not isinstance(key, int):
-            raise RuntimeError("the grader sent no key for this timed call's input change")
-        return key
-
-    def keep(self, call: int) -> int | None:
-        answer = self.line.ask("sample", key=self.key, call=call)
-        self._next_key = answer.get("change_key")
-        return answer.get("set")
 
 
 # A task's remaining cases are not run once this many of its cases have failed (unless
@@ -83,46 +33,16 @@ class ParentSampler:
 FAILURES_PER_TASK = 3
 
 
-class GpuTurns:
-    """Grades side by side on one GPU: their checked cases may overlap one another, but a grade
-    that times has the GPU to itself (no case of another grade runs while it times)."""
-
-    def __init__(self):
-        self._cond = threading.Condition()
-        self._cases = 0  # checked cases in flight, across grades
-        self._timing = False
-        self._waiting_to_time = 0
-
-    def case_begin(self) -> None:
-        with self._cond:
-            self._cond.wait_for(lambda: not self._timing and not self._waiting_to_time)
-            self._cases += 1
-
-    def case_end(self) -> None:
-        with self._cond:
-            self._cases -= 1
-            self._cond.notify_all()
-
-    def timing_begin(self) -> None:
-        with self._cond:
-            self._waiting_to_time += 1
-            self._cond.wait_for(lambda: not self._timing and self._cases == 0)
-            self._waiting_to_time -= 1
-            self._timing = True
-
-    def timing_end(self) -> None:
-        with self._cond:
-            self._timing = False
-            self._cond.notify_all()
-
-
 class Referee(threading.Thread):
     """The parent's end, serving one worker. `judge` has check_case(planned, result) and
-    check_samples(planned, samples, method, n_sets); `progress(event)` hears what happens."""
+    check_samples(planned, samples, method, n_sets); `progress(event)` hears what happens.
+    `turns` (grader.grading.selftest.GpuTurns): grades sharing one GPU take turns to time.
+    `mode` and `case_cap_s` (`--timeout`) set each case's deadline, which the Referee owns
+    (grader.kata.time_limits): the worker tells only the baseline's time it measured."""
 
     def __init__(self, sock: socket.socket, judge, plan: list[dict], *, fail_fast: bool = False,
                  keep_going: bool = False, progress=None, sampled: int = SAMPLED,
-                 turns: GpuTurns | None = None):
+                 turns=None, mode: str = "interpret", case_cap_s: float | None = None):
         super().__init__(daemon=True, name="kata-referee")
         self.sock, self.judge = sock, judge
         self.plan = {p["key"]: p for p in plan}
@@ -173,6 +93,8 @@ class Referee(threading.Thread):
         # processes on it (grader.grading.gpu_sharing).
         self.look_at_gpu = lambda when: None
         self._timing_limits: dict[str, float] = {}
+        self.mode, self.case_cap_s = mode, case_cap_s
+        self._limited_tasks: set[str] = set()  # tasks whose first case's limit was set (it compiles)
 
     # -- the thread ------------------------------------------------------------------------
     def run(self) -> None:
@@ -209,14 +131,30 @@ class Referee(threading.Thread):
     def answer(self, request: dict) -> dict | None:
         op, key = request.get("op"), request.get("key")
         self.timeline.append((time.monotonic(), op, key))
-        if op not in ("time", "env", "sandbox") and key not in self.plan:
+        if op not in protocol.GRADE_OPS + protocol.CASE_OPS:
             return None
-        handler = getattr(self, f"_on_{op}", None) if isinstance(op, str) else None
-        return handler(request, key) if handler else None
+        if op not in protocol.GRADE_OPS and key not in self.plan:
+            return None
+        return getattr(self, f"_on_{op}")(request, key)
+
+    def _limit_s(self, key: str, phase, baseline_s) -> float | None:
+        """The case's deadline, worked out here: the timing's, the cap until the baseline's time is
+        known, then the case's own (a task's first case compiles: it gets more). A worker's
+        claim of the baseline's time is bounded by the cap (CASE_CAP_S, or `--timeout`)."""
+        if phase == "timing":
+            return None if baseline_s is not None else timing_limit_s(self.case_cap_s)
+        if baseline_s is None:
+            return float(self.case_cap_s or CASE_CAP_S)
+        if not protocol.baseline_form(baseline_s):
+            return None
+        task = self.plan[key].get("task")
+        first = task not in self._limited_tasks
+        self._limited_tasks.add(task)
+        return case_limit_s(self.mode, first, float(baseline_s), self.case_cap_s)
 
     def _on_start(self, request, key):
-        limit = request.get("limit_s")
-        if not isinstance(limit, (int, float)) or limit <= 0:
+        limit = self._limit_s(key, request.get("phase", "case"), request.get("baseline_s"))
+        if limit is None:
             return None
         if self._turns is not None and request.get("phase", "case") == "case" and not self._in_case:
             self._turns.case_begin()  # the case's clock starts once it has its turn
@@ -236,15 +174,12 @@ class Referee(threading.Thread):
         if phase == "timing":
             self._timing_started.add(key)
             self._timing_limits[key] = float(limit)
-        return {}
+        return {"limit_s": limit}
 
     def _on_env(self, request, key):
         fields = {k: request.get(k) for k in ("device", "versions", "ceilings", "ceilings_measured")}
         extra = {k: request[k] for k in ("gpu_uuid", "ceilings_note") if request.get(k) is not None}
-        if self.env is not None or len(self.timeline) > 1 or not isinstance(fields["device"], str) \
-                or not isinstance(fields["versions"], dict) \
-                or not isinstance(fields["ceilings"], (dict, type(None))) \
-                or not all(isinstance(v, str) for v in extra.values()):
+        if self.env is not None or len(self.timeline) > 1 or not protocol.env_form(fields, extra):
             self.forgeries.append("the worker's environment told twice, late or malformed")
             return {}
         self.env = dict(fields, **extra)
@@ -255,7 +190,7 @@ class Referee(threading.Thread):
         status = request.get("status")
         # Second on the line, right after the environment.
         if self.sandbox is not None or self.env is None or len(self.timeline) != 2 \
-                or not isinstance(status, dict) or not isinstance(status.get("filesystem_restricted"), bool):
+                or not protocol.sandbox_form(status):
             self.forgeries.append("the worker's lockdown told twice, late or malformed")
             return {}
         self.sandbox = status
@@ -265,9 +200,7 @@ class Referee(threading.Thread):
         timing, error = request.get("timing"), request.get("error")
         # After the case's timing started; a timing also only once its kept outputs came.
         in_flight = key in self._timing_started
-        well_formed = (isinstance(timing, dict) and error is None and key in self.timed) or (
-            timing is None and isinstance(error, dict) and isinstance(error.get("message"), str)
-            and isinstance(error.get("cheat"), (str, type(None))))
+        well_formed = protocol.timed_form(timing, error) and (timing is None or key in self.timed)
         if key in self.timing_reports or not in_flight or not well_formed:
             self.forgeries.append(f"the timing of {key} told twice, out of turn or malformed")
             return {}
@@ -321,9 +254,7 @@ class Referee(threading.Thread):
         if current is None or (current["key"], current["phase"]) != (key, "case"):
             self.forgeries.append(f"a result for {key}, which was not the case being run")
             return {"ok": False, "stop": True}
-        if result.get("status") not in WORKER_STATUSES or any(
-                k not in RESULT_TYPES or not isinstance(v, RESULT_TYPES[k]) or (isinstance(v, bool) and k != "hidden")
-                for k, v in result.items()):
+        if not protocol.result_form(result):
             # Only the checker says "pass", and the worker sends its result in one form: a message
             # from the worker's end that does not was written by the submission, which shares the
             # worker's process.
@@ -388,8 +319,7 @@ class Referee(threading.Thread):
 
     def _on_timing(self, request, key):
         calls, sets = request.get("calls"), request.get("sets")
-        if key in self._chosen or not isinstance(calls, int) or not isinstance(sets, int) \
-                or calls < 1 or sets < 1:
+        if key in self._chosen or not protocol.announce_form(calls, sets):
             self.forgeries.append(f"timing of {key} announced twice or malformed")
             return {}
         self._timing_calls[key] = calls
@@ -420,8 +350,7 @@ class Referee(threading.Thread):
         # the parent chose which set's outputs to keep.
         expected = {(call, s if method == "cuda_graph" else call % max(1, n_sets or 1))
                     for call, s in chosen.items() if call in asked}
-        if not isinstance(samples, list) or any(not isinstance(s, dict) for s in samples) or \
-                not isinstance(n_sets, int) or \
+        if not protocol.samples_form(samples, n_sets) or \
                 {(s.get("call"), s.get("set")) for s in samples} != expected or len(samples) != len(expected):
             self.forgeries.append(f"the kept timed outputs of {key} are not the ones the grader chose")
             return {}
