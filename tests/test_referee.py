@@ -491,16 +491,40 @@ def test_a_full_reduction_cannot_be_corrected_from_one_run(monkeypatch):
     assert wrong >= 18
 
 
-def test_a_case_stays_under_its_timing_limit_until_its_timing_is_told(line_to):
-    # After the kept outputs are handed over the worker calls the submission once more, profiled
-    # (the anatomy): a call that hangs there is stopped at the case's limit, named, not at the
-    # whole grade's.
+def test_a_case_stays_under_its_timing_limit_until_its_anatomy_is_told(line_to):
+    # After its final timing the worker calls the submission once more, profiled (the anatomy):
+    # a call that hangs there is stopped at the case's limit, named, not at the whole grade's.
     line, referee = line_to(FakeJudge(), case_cap_s=1e-6)
     key = PLAN[0]["key"]
     line.ask("start", key=key, phase="timing")
     line.ask("samples", key=key, samples=[], method="events", sets=2)
     assert referee.overdue()["key"] == key and referee.overdue()["phase"] == "timing"
     line.ask("timed", key=key, timing={"time_ms": 1.0, "speedup": 1.5})
+    assert referee.overdue()["key"] == key  # the anatomy's call is still under the limit
+    line.ask("anatomy", key=key, anatomy={"kernels": []})
+    assert referee.overdue() is None and referee.current is None
+    assert referee.timing_reports[key]["timing"] == {"time_ms": 1.0, "speedup": 1.5, "anatomy": {"kernels": []}}
+    assert not referee.forgeries
+
+
+def test_an_anatomy_told_twice_or_before_its_timing_is_a_forgery(line_to):
+    line, referee = line_to(FakeJudge())
+    key = PLAN[0]["key"]
+    line.ask("start", key=key, phase="timing")
+    line.ask("anatomy", key=key, anatomy={})  # before the timing
+    line.ask("samples", key=key, samples=[], method="events", sets=2)
+    line.ask("timed", key=key, timing={"time_ms": 1.0, "speedup": 1.5})
+    line.ask("anatomy", key=key, anatomy=None)  # switched off: the timing as told
+    line.ask("anatomy", key=key, anatomy={"kernels": []})  # a second one
+    assert referee.timing_reports[key]["timing"] == {"time_ms": 1.0, "speedup": 1.5}
+    assert len(referee.forgeries) == 2 and all("anatomy" in f for f in referee.forgeries)
+
+
+def test_an_error_while_timed_ends_the_case_without_an_anatomy(line_to):
+    line, referee = line_to(FakeJudge(), case_cap_s=1e-6)
+    key = PLAN[0]["key"]
+    line.ask("start", key=key, phase="timing")
+    line.ask("timed", key=key, error={"message": "failed while being timed", "cheat": None})
     assert referee.overdue() is None and referee.current is None
 
 

@@ -69,8 +69,9 @@ GRADE_OPS = ("env", "sandbox", "time")
 # ... and these of one planned case (its key must be in the plan): "start" (a phase begins; the
 # Referee answers the phase's deadline), "case" (its result, for the checker's verdict), "timing"
 # and "sample" (the timed calls, whose kept outputs and input changes the Referee chooses),
-# "samples" (the kept outputs handed over) and "timed" (the timing's outcome).
-CASE_OPS = ("start", "case", "timing", "sample", "samples", "timed")
+# "samples" (the kept outputs handed over), "timed" (the timing's outcome) and "anatomy" (the
+# final timing's one profiled call: advice only, grader.timing.anatomy).
+CASE_OPS = ("start", "case", "timing", "sample", "samples", "timed", "anatomy")
 
 # The statuses a worker reports for a case it ran: "ran" (its outputs await the checker), or
 # "fail" / "error" (the live process saw something wrong). "pass" is the checker's word alone.
@@ -108,6 +109,12 @@ def timed_form(timing, error) -> bool:
     return (isinstance(timing, dict) and error is None) or (
         timing is None and isinstance(error, dict) and isinstance(error.get("message"), str)
         and isinstance(error.get("cheat"), (str, type(None))))
+
+
+def anatomy_form(anatomy) -> bool:
+    """A timed case's anatomy ("anatomy"): a dict, or None where it is switched off. Its contents
+    are advice, sanitized by grader.judge.kernel_anatomy, which believes none of them."""
+    return anatomy is None or isinstance(anatomy, dict)
 
 
 def announce_form(calls, sets) -> bool:

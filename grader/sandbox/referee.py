@@ -60,6 +60,7 @@ class Referee(threading.Thread):
         self._failures: dict[str, int] = {}
         self.timing_skipped = False
         self.current: dict | None = None  # the case in flight: key, phase, started, limit_s
+        self._anatomies: set[str] = set()  # the timed cases whose anatomy was told
         self._chosen: dict[str, dict[int, int]] = {}
         self._asked: dict[str, set[int]] = {}
         self._change_keys: dict[str, list[int]] = {}  # per case, the key sent for each timed call
@@ -210,10 +211,27 @@ class Referee(threading.Thread):
                 return {"again": True}
         self.timing_reports[key] = {"timing": timing} if timing is not None else \
             {"error": {"message": error["message"], "cheat": error.get("cheat")}}
+        if timing is None:  # else the timing's limit goes on through the anatomy's call (_on_anatomy)
+            self._case_over(key)
+        return {}
+
+    def _on_anatomy(self, request, key):
+        # Once per timed case, right after its final timing; attached to the timing as heard.
+        anatomy = request.get("anatomy")
+        report = self.timing_reports.get(key) or {}
+        if "timing" not in report or key in self._anatomies or not protocol.anatomy_form(anatomy):
+            self.forgeries.append(f"the anatomy of {key} told twice, out of turn or malformed")
+            return {}
+        self._anatomies.add(key)
+        if anatomy is not None:
+            report["timing"] = dict(report["timing"], anatomy=anatomy)
+        self._case_over(key)
+        return {}
+
+    def _case_over(self, key: str) -> None:
         with self._lock:
             if self.current is not None and self.current["key"] == key:
                 self.current = None  # the case's timing is over
-        return {}
 
     def _retime(self, key: str, timing: dict) -> bool:
         """A first timing the parent finds suspect: keep it, re-measure the ceilings first where

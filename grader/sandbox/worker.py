@@ -23,6 +23,7 @@ import inspect
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -231,9 +232,11 @@ def main(request_path: str) -> int:
                     # Each outcome goes to the parent on the line first: the events file is open
                     # to the submission, which could rewrite an earlier case's timing there.
                     try:
+                        started = time.perf_counter()
                         timing = runners[planned["task"]].time_case(planned, line, budget_ms, limit_s)
                         # A timing the parent finds suspect is timed again before it names anything.
                         while line.ask("timed", key=planned["key"], timing=timing).get("again"):
+                            started = time.perf_counter()
                             timing = runners[planned["task"]].time_case(planned, line, budget_ms, limit_s)
                     except CaseProblem as problem:
                         error = {"message": problem.message, "cheat": problem.cheat}
@@ -250,6 +253,12 @@ def main(request_path: str) -> int:
                         line.ask("timed", key=planned["key"], error=error)
                         reporter.emit(protocol.TimingError(planned["key"], **error))
                         continue
+                    # Then the anatomy of the final timing (advice only), within the timing's limit.
+                    found = runners[planned["task"]].anatomy_of(planned, timing["time_ms"], limit_s,
+                                                                time.perf_counter() - started)
+                    line.ask("anatomy", key=planned["key"], anatomy=found)
+                    if found is not None:
+                        timing = dict(timing, anatomy=found)
                     reporter.emit(protocol.Timing(planned["key"], timing))
     except FatalCudaError as exc:
         reporter.emit(protocol.Fatal(f"CUDA fault (the GPU context is lost, so the "
