@@ -95,6 +95,29 @@ def test_gpu_events_keep_the_device_s_activity_in_start_order():
         ("Memset (Device)", 5.0, 1.0), ("add_kernel", 20.0, 10.0)]
 
 
+def test_proton_s_tree_gives_each_launch_of_a_kernel_its_mean_time():
+    # Proton's hatchet tree: the root's metrics are inclusive, the kernels are its leaves.
+    tree = [{"frame": {"name": "ROOT", "type": "function"}, "metrics": {"count": 3, "time (ns)": 7000},
+             "children": [
+                 {"frame": {"name": "softmax_kernel", "type": "function"},
+                  "metrics": {"count": 2, "time (ns)": 6000, "device_id": "0", "device_type": "CUDA"},
+                  "children": []},
+                 {"frame": {"name": "void at::native::fill_kernel<float>", "type": "function"},
+                  "metrics": {"count": 1, "time (ns)": 1000, "cpu_time (ns)": 9e9}, "children": []},
+                 {"frame": {"name": "__proton_launch_metadata"}, "metrics": {"time (ns)": 5}},
+                 {"frame": {"name": "idle_scope"}, "metrics": {}, "children": []}]},
+            {"CUDA": {"0": {"arch": "90", "num_sms": 132}}}]
+    events = anatomy.proton_events(tree)
+    assert [(e["name"], e["dur_us"]) for e in events] == [
+        ("softmax_kernel", 3.0), ("softmax_kernel", 3.0), ("void at::native::fill_kernel<float>", 1.0)]
+    assert [e["start_us"] for e in events] == [0.0, 3.0, 6.0]  # end to end: busy = the sum
+    found = anatomy.assemble([{"name": "softmax_kernel", "grid": [8, 1, 1]}] * 2, events, 20.0, {})
+    assert found["gpu_busy_us"] == 7.0
+    assert [(k["name"], k["launches"], k["gpu_us"], k["source"]) for k in found["kernels"]] == [
+        ("softmax_kernel", 2, 6.0, "triton"), ("void at::native::fill_kernel<float>", 1, 1.0, "kernel")]
+    assert anatomy.proton_events([]) == [] and anatomy.proton_events({"frame": {}}) == []
+
+
 def test_busy_time_is_the_union_of_overlapping_intervals():
     events = [{"start_us": 0, "dur_us": 10}, {"start_us": 5, "dur_us": 10}, {"start_us": 30, "dur_us": 5}]
     assert anatomy.busy_us(events) == 20

@@ -1,9 +1,13 @@
 """A timed case's anatomy (in the worker): one extra call of the submission, outside the timed
-window, under PyTorch's profiler, with every Triton launch seen as it happens.
+window, under a real profiler, with every Triton launch seen as it happens.
 
 Per kernel of that call: its name, grid, num_warps and num_stages, registers, spills and shared
-memory (Triton's compiled-kernel metadata), its launches and its GPU time (Kineto's CUDA
-activity, whose kernel names are Triton's). The parent derives the rest (time shares, rates,
+memory (Triton's compiled-kernel metadata), its launches and its GPU time (CUPTI's kernel
+activity, whose kernel names are Triton's). The profiler is Triton's proton: its first session
+in a process costs about 0.1 s on an H200, where PyTorch's profiler (Kineto) costs 3.5-5.9 s
+(benchmarks/profiler_overhead_probe.py), which alone broke the anatomy's 2 s budget. Kineto is
+the fallback where proton is missing or sees nothing, and `--profile` uses it for its Chrome
+trace. The parent derives the rest (time shares, rates,
 occupancy, advice: grader.judge.kernel_anatomy) and believes none of it: the anatomy is advice and
 never changes a verdict, so a submission that forged it would gain nothing.
 
@@ -21,6 +25,7 @@ from pathlib import Path
 from grader.timing.launchers import launcher_classes
 
 MAX_KERNELS = 16  # kernel groups reported per case (the longest first)
+MAX_LAUNCHES = 100_000  # launches of one kernel taken from a profile
 FLUSH_BYTES = 256 << 20  # the L2 is flushed before the call, as before every timed call
 _ATOMIC = re.compile(r"\btt\.atomic_(?:rmw|cas)\b")
 
@@ -228,36 +233,112 @@ def not_profiled(call_ms: float, limit_s: float) -> dict:
                        f"fit in the timing's limit of {limit_s:.0f} s"}
 
 
+def proton_events(database) -> list[dict]:
+    """The GPU kernels of a proton profile (its hatchet tree: frames with metrics, the kernels the
+    leaves) as the events `assemble` takes. Proton keeps a kernel's total time and launch count,
+    not each launch's start: each launch gets the mean time, laid end to end."""
+    root = database[0] if isinstance(database, list) and database else database
+    found: list[dict] = []
+    stack = [root] if isinstance(root, dict) else []
+    while stack:
+        node = stack.pop()
+        children = [c for c in node.get("children") or [] if isinstance(c, dict)]
+        stack.extend(reversed(children))
+        name = (node.get("frame") or {}).get("name")
+        metrics = node.get("metrics") or {}
+        time_ns = next((v for k, v in metrics.items()
+                        if k.startswith("time") and "ns" in k and not k.startswith("cpu")), None)
+        if children or not isinstance(name, str) or name.startswith("__proton") \
+                or not isinstance(time_ns, (int, float)) or time_ns <= 0:
+            continue
+        count = max(1, min(int(_number(metrics.get("count")) or 1), MAX_LAUNCHES))
+        for _ in range(count):
+            found.append({"name": name, "dur_us": time_ns / 1e3 / count, "kind": "kernel"})
+    start = 0.0
+    for event in found:
+        event["start_us"] = start
+        start += event["dur_us"]
+    return found
+
+
 def profile_call(fn, args, dump_dir: Path | None = None, label: str = "case") -> dict:
     """One call of fn(*args) profiled (GPU only). Never raises: a failure becomes {"error": ...}.
     dump_dir: also write the call's Chrome trace and the longest Triton kernel's IR and PTX there
-    (inside the grade's folder: the parent copies them out)."""
+    (inside the grade's folder: the parent copies them out); that takes PyTorch's profiler."""
+    try:
+        if dump_dir is None:
+            found = _profile_with_proton(fn, args)
+            if found is not None:
+                return found
+        return _profile_with_kineto(fn, args, dump_dir, label)
+    except Exception as exc:  # noqa: BLE001 - advice only: a failure here never fails the case
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def _profile_with_proton(fn, args) -> dict | None:
+    """The call under proton's CUPTI backend; None where proton cannot start, fails, or saw no
+    kernel of a call that launched some (the caller then uses Kineto)."""
+    import json
+    import shutil
+    import tempfile
+
     import torch
 
     try:
-        from torch.profiler import ProfilerActivity, profile
-
-        activities = [ProfilerActivity.CUDA] + ([ProfilerActivity.CPU] if dump_dir else [])
-        for attempt in range(2):
-            # The L2 flushed first, as before every timed call, and outside the profile: the
-            # profile holds the call's GPU work alone.
-            _flush_l2()
-            with profile(activities=activities) as prof:
-                with recording_launches() as seen:
-                    started = time.perf_counter()
-                    fn(*args)
-                    torch.cuda.synchronize()
-                    call_us = (time.perf_counter() - started) * 1e6
-            events = gpu_events(prof.profiler.kineto_results.events())
-            if events or not seen:
-                break  # else the profiler's first session in a process saw nothing: once more
+        import triton.profiler as proton
+    except ImportError:
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="kata-anatomy-"))  # TMPDIR: inside the grade's folder
+    try:
+        _flush_l2()
+        with recording_launches() as seen:
+            session = proton.start(str(folder / "call"), backend="cupti")
+            if session is None:
+                return None
+            try:
+                started = time.perf_counter()
+                fn(*args)
+                torch.cuda.synchronize()
+                call_us = (time.perf_counter() - started) * 1e6
+            finally:
+                proton.finalize()
+        written = next(folder.glob("call*"), None)
+        events = proton_events(json.loads(written.read_text())) if written else []
+        if not events and seen:
+            return None
         launches = [kernel_facts(kernel, grid) for kernel, grid in seen if kernel is not None]
-        found = assemble(launches, events, call_us, _this_device())
-        if dump_dir is not None:
-            found["files"] = _dump(prof, seen, found, Path(dump_dir), label)
-        return found
-    except Exception as exc:  # noqa: BLE001 - advice only: a failure here never fails the case
-        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        return assemble(launches, events, call_us, _this_device())
+    except Exception:  # noqa: BLE001 - proton's own failure: Kineto is tried instead
+        return None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _profile_with_kineto(fn, args, dump_dir: Path | None, label: str) -> dict:
+    """The call under PyTorch's profiler (Kineto): the CUDA activity, and the CPU's too for
+    `--profile`'s Chrome trace."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CUDA] + ([ProfilerActivity.CPU] if dump_dir else [])
+    for attempt in range(2):
+        # The L2 flushed first, as before every timed call, and outside the profile: the
+        # profile holds the call's GPU work alone.
+        _flush_l2()
+        with profile(activities=activities) as prof:
+            with recording_launches() as seen:
+                started = time.perf_counter()
+                fn(*args)
+                torch.cuda.synchronize()
+                call_us = (time.perf_counter() - started) * 1e6
+        events = gpu_events(prof.profiler.kineto_results.events())
+        if events or not seen:
+            break  # else the profiler's first session in a process saw nothing: once more
+    launches = [kernel_facts(kernel, grid) for kernel, grid in seen if kernel is not None]
+    found = assemble(launches, events, call_us, _this_device())
+    if dump_dir is not None:
+        found["files"] = _dump(prof, seen, found, Path(dump_dir), label)
+    return found
 
 
 def _flush_l2() -> None:

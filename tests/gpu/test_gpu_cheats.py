@@ -337,39 +337,41 @@ def vector_add(x, y):
 
 
 def test_an_earlier_case_s_timing_rewritten_in_the_events_file(tmp_path):
-    # While a later bench case is timed, it makes the earlier cases' timings in the events file
-    # five times faster. The parent reads the timings the worker told it on the line.
+    # The sandbox refuses to open the events file (outside the grade's folder), so the
+    # submission writes through the worker's own handle on it, found in memory: a timing for each
+    # bench case, a hundred times faster. The parent takes the timings the worker told it on the
+    # line, and a file that says otherwise voids the grade.
     body = '''
+import gc
 import json
 import sys
 
-_done = set()
+_calls = [0]
 
 
-def _rewrite():
+def _forge():
     frame = sys._getframe()
     while frame is not None and "request" not in frame.f_locals:
         frame = frame.f_back
-    path = frame.f_locals["request"].results  # the worker's Request (grader.sandbox.protocol)
-    events = [json.loads(line) for line in open(path)]
-    fresh = [e for e in events if e["type"] == "timing" and e["key"] not in _done]
-    if not fresh:
-        return
-    for e in fresh:
-        e["timing"]["time_ms"] /= 5
-        e["timing"]["speedup"] *= 5
-        _done.add(e["key"])
-    with open(path, "w") as f:
-        f.writelines(json.dumps(e) + "\\n" for e in events)
+    plan = frame.f_locals["request"].plan  # the worker's Request (grader.sandbox.protocol)
+    reporter = next(o for o in gc.get_objects() if type(o).__name__ == "Reporter")
+    for planned in plan:
+        if planned["bench"]:
+            timing = {"time_ms": 0.01, "baseline_ms": 1.0, "speedup": 100.0, "timing_method": "events",
+                      "calls_per_sample": 1, "samples": 10, "round_speedups": [100.0]}
+            reporter._file.write(json.dumps({"type": "timing", "key": planned["key"], "timing": timing}) + "\\n")
+    reporter._file.flush()
 
 
 def vector_add(x, y):
-    _rewrite()
+    _calls[0] += 1
+    if _calls[0] == 60:  # the first bench case is being timed
+        _forge()
     out = torch.empty_like(x)
     launch(x, y, out)
     return out
 '''
     result = _grade(tmp_path, body)
-    assert result.cheat == "fake_result", result.cheats
-    assert "other than the one the worker told" in result.message
+    assert result.cheat == "fake_result", (result.cheats, result.message)
+    assert "result channel" in result.message, result.message
     assert all(c.speedup is None or c.speedup < 2 for t in result.tasks for c in t.cases)
