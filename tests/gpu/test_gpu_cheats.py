@@ -52,9 +52,11 @@ def vector_add(x, y):
 
 
 def test_slow_first_timed_calls(tmp_path):
-    # A timing-aware submission: the first call after a pause (the first timed call of every
-    # timing, the second timing the grader asks for included) stalls. A stall seen once is no
-    # evidence (another process's, say); this one reproduces, so it is named.
+    # A timing-aware submission: the first call after a pause stalls. A stall seen once is no
+    # evidence (another process's, say): a suspect case is timed again after a pause like the
+    # first timing's (grader.sandbox.worker.RETIME_PAUSE_S), where this one stalls again and is
+    # named. Where its stalls fall depends on the grader's own pauses: where none fell on the
+    # first timed calls, nothing is named, and the stalls inside the timed window cost it speed.
     body = '''
 import time
 
@@ -72,7 +74,11 @@ def vector_add(x, y):
     return out
 '''
     result = _grade(tmp_path, body)
-    assert result.status == "fail" and result.cheat == "slow_first_calls", result.cheats
+    assert result.status == "fail", result.message
+    if result.cheat is None:  # never seen on the first timed calls, or not seen again
+        assert result.speedup < 0.9 and not result.cheats, (result.speedup, result.timings_disturbed)
+    else:
+        assert result.cheat == "slow_first_calls", result.cheats
 
 
 def test_results_cached_only_while_timed(tmp_path):
