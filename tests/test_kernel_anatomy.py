@@ -226,6 +226,12 @@ def test_the_parent_derives_shares_rates_and_occupancy():
     assert case.anatomy["memory_bound"] is True and case.anatomy["sm_count"] == 132
 
 
+@pytest.mark.parametrize("told, shown", [("proton", "proton"), ("kineto", "kineto"), ("<b>x</b>", None), (3, None)])
+def test_the_anatomy_says_whose_gpu_times_these_are(told, shown):
+    case = timed_case(dict(raw_anatomy(gpu_us=750.0, busy_us=1000.0), profiler=told), time_ms=1.0)
+    assert case.anatomy["profiler"] == shown
+
+
 GARBAGE = [None, "anatomy", 3, [], {"kernels": "many"}, {"kernels": [None, 1, "k", {"name": 5}]},
            {"kernels": [{"name": "k" * 10000, "grid": ["a", None, 1], "num_warps": True,
                          "registers": -4, "gpu_us": float("nan"), "source": "<script>"}]},

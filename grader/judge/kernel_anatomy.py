@@ -48,6 +48,9 @@ def _float(value, low: float = 0.0, high: float = 1e15) -> float | None:
     return float(value) if ok and low <= value <= high else None
 
 
+PROFILERS = ("proton", "kineto")  # grader.timing.anatomy: whose GPU times these are
+
+
 def _name(value) -> str | None:
     return _NAME.sub("?", value[:160]) if isinstance(value, str) and value else None
 
@@ -87,6 +90,7 @@ def sanitize(raw) -> dict | None:
     limits = {key: _int(device.get(key), 1, 1 << 30) for key in SM90}
     capability = device.get("capability")
     return {"kernels": kernels,
+            "profiler": raw.get("profiler") if raw.get("profiler") in PROFILERS else None,
             "gpu_busy_us": _float(raw.get("gpu_busy_us"), 0, 1e10),
             "call_us": _float(raw.get("call_us"), 0, 1e12),
             "device": dict({k: v for k, v in limits.items() if v is not None},
@@ -166,7 +170,7 @@ def attach(case, raw, ceilings: dict | None, mode: str, copied: dict | None = No
     case.anatomy = {"gpu_busy_ms": busy_us / 1e3, "call_ms": (found["call_us"] or 0) / 1e3 or None,
                     "gbps": gbps, "tflops": tflops, "copy_gbps": copy_gbps,
                     "matmul_tflops": matmul_tflops, "memory_bound": memory_bound,
-                    "sm_count": limits["sm_count"],
+                    "sm_count": limits["sm_count"], "profiler": found.get("profiler"),
                     "files": {kind: copied[name] for kind, name in found["files"].items()
                               if copied and name in copied}}
 

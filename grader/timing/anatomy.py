@@ -307,7 +307,7 @@ def _profile_with_proton(fn, args) -> dict | None:
         if not events and seen:
             return None
         launches = [kernel_facts(kernel, grid) for kernel, grid in seen if kernel is not None]
-        return assemble(launches, events, call_us, _this_device())
+        return dict(assemble(launches, events, call_us, _this_device()), profiler="proton")
     except Exception:  # noqa: BLE001 - proton's own failure: Kineto is tried instead
         return None
     finally:
@@ -335,7 +335,7 @@ def _profile_with_kineto(fn, args, dump_dir: Path | None, label: str) -> dict:
         if events or not seen:
             break  # else the profiler's first session in a process saw nothing: once more
     launches = [kernel_facts(kernel, grid) for kernel, grid in seen if kernel is not None]
-    found = assemble(launches, events, call_us, _this_device())
+    found = dict(assemble(launches, events, call_us, _this_device()), profiler="kineto")
     if dump_dir is not None:
         found["files"] = _dump(prof, seen, found, Path(dump_dir), label)
     return found
