@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks left open on issues 31-35, in parts that each fit one lent call (under 600 s),
+# The GPU checks left open on issues 31-36, in parts that each fit one lent call (under 600 s),
 # run from the repository root on an H100/H200:
 #   benchmarks/gpu_open_issues.sh OUT_DIR PART
 # PART:
@@ -9,7 +9,9 @@
 #              the launch paths (issues 31, 32, 33)
 #   grading    the rest of tests/gpu but the panel: grading, wrong solutions, torch_compute,
 #              transpose, compile-ahead
-#   anatomy    tests/gpu/test_gpu_anatomy.py and the anatomy's cost (issue 34; budget 2 s)
+#   anatomy    tests/gpu/test_gpu_anatomy.py and the launch paths' anatomy tests (issue 34)
+#   anatomy-cost  the anatomy's cost, four warm grades each way, softmax reference and the
+#              8-program vector_add (issue 34; budget 2 s)
 #   panel-a    the honest panel: adamw, cross_entropy, softmax, layer_norm, flash_attention (issue 32)
 #   panel-b    the honest panel: the other katas (issue 32)
 #   external   Liger-Kernel and FlagGems graded as submissions (issue 32): carry .whl/ with
@@ -33,8 +35,8 @@ case "$part" in
           tests/gpu/test_gpu_sandbox.py tests/gpu/test_gpu_launch_paths.py >> "$log" 2>&1 ;;
   grading) pytest_ tests/gpu/test_gpu_grading.py tests/gpu/test_gpu_wrong.py tests/gpu/test_gpu_torch_compute.py \
              tests/gpu/test_gpu_transpose.py tests/gpu/test_gpu_compile_ahead.py >> "$log" 2>&1 ;;
-  anatomy) pytest_ tests/gpu/test_gpu_anatomy.py >> "$log" 2>&1
-           python3 benchmarks/anatomy_cost.py "$out" >> "$log" 2>&1 ;;
+  anatomy) pytest_ tests/gpu/test_gpu_anatomy.py tests/gpu/test_gpu_launch_paths.py >> "$log" 2>&1 ;;
+  anatomy-cost) python3 benchmarks/anatomy_cost.py "$out" >> "$log" 2>&1 ;;
   panel-a) pytest_ tests/gpu/test_gpu_honest_panel.py \
              -k "adamw or cross_entropy or softmax or layer_norm or flash_attention" >> "$log" 2>&1 ;;
   panel-b) pytest_ tests/gpu/test_gpu_honest_panel.py \
