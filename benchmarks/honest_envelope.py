@@ -2,7 +2,7 @@
 "How tolerances are set").
 
     python benchmarks/honest_envelope.py [--mode interpreter|gpu] [--katas K,K] [--seeds 1,2,3]
-                                         [--cases panel|all] [--out FILE.json]
+                                         [--cases panel|checked|all] [--budget-s S] [--out FILE.json]
 
 Grades, for each kata of the honest panel (tests/test_honest_panel.py), each honest variant
 (tests/honest/<kata>_*.py) and the kata's reference with the grader's own API, and reads each
@@ -12,10 +12,11 @@ the largest fraction over the variants (naming the variant, case and seed) and t
 
 Cases: `panel` (the default) grades each variant as the panel does, on its `# panel-cases`, all
 of them under the first seed and the first two under the others; the reference on the union of
-its variants' cases. `all` grades every case the mode has (on a GPU: the large and bench cases,
-bfloat16, fp8). Cases the mode cannot run (bfloat16 and fp8 on the interpreter) are reported
-as skipped ("GPU only"). The JSON is rewritten after every grade, so a run cut short keeps what
-it measured. Prints a table at the end.
+its variants' cases. `checked` grades every case the mode has that is not timed (on a GPU: the
+large checked cases too), every file on every seed; `all` adds the bench cases (timed, slow).
+bfloat16 and fp8 run wherever the case has them on a GPU; the interpreter skips them, and they
+are reported as "GPU only". The JSON is rewritten after every grade, so a run cut short keeps
+what it measured; --budget-s starts no grade after that many seconds (the table still prints).
 """
 
 from __future__ import annotations
@@ -54,10 +55,12 @@ def variants_of(kata: str) -> list[Path]:
                   if not any(p.stem.startswith(k + "_") for k in longer))
 
 
-def case_plan(variants: list[Path], seeds: list[int], cases: str) -> dict:
+def case_plan(kata, mode: str, variants: list[Path], seeds: list[int], cases: str) -> dict:
     """{file stem or 'reference': [(seed, only_cases or None)]}, as the panel grades them."""
-    if cases == "all":
-        return {name: [(s, None) for s in seeds] for name in [p.stem for p in variants] + ["reference"]}
+    if cases in ("all", "checked"):
+        only = None if cases == "all" else sorted({c.name for t in kata.tasks for c in t.cases
+                                                   if not c.bench and mode in c.modes})
+        return {name: [(s, only) for s in seeds] for name in [p.stem for p in variants] + ["reference"]}
     plan, reference = {}, {}
     for path in variants:
         listed = panel_cases(path)
@@ -69,20 +72,33 @@ def case_plan(variants: list[Path], seeds: list[int], cases: str) -> dict:
     return plan
 
 
-def measure(kata_name: str, mode: str, seeds: list[int], cases: str, record) -> None:
-    kata = get_kata(kata_name)
-    variants = variants_of(kata_name)
-    paths = {p.stem: p for p in variants} | {"reference": kata.reference_path}
-    for name, runs in case_plan(variants, seeds, cases).items():
-        for seed, only in runs:
-            start = time.perf_counter()
-            result = grade(kata, paths[name], mode, seed=seed, only_cases=only, keep_going=True)
-            record({"kata": kata_name, "file": name, "seed": seed, "status": result.status,
-                    "message": result.message, "cheats": list(result.cheats),
-                    "seconds": round(time.perf_counter() - start, 1),
-                    "cases": [{"task": t.name, "case": c.name, "dtype": c.dtype, "status": c.status,
-                               "tolerance_used": c.tolerance_used, "message": c.message[:300]}
-                              for t in result.tasks for c in t.cases]})
+def jobs(katas: list[str], mode: str, seeds: list[int], cases: str) -> list[tuple]:
+    """(kata, file name, path, seed, only_cases) for every grade, in rounds: every kata's
+    reference, then every kata's first variant, and so on, seed by seed, so that a run cut short
+    by --budget-s still covers every kata."""
+    per_kata = []
+    for name in katas:
+        kata = get_kata(name)
+        variants = variants_of(name)
+        paths = {p.stem: p for p in variants} | {"reference": kata.reference_path}
+        plan = case_plan(kata, mode, variants, seeds, cases)
+        order = ["reference"] + [p.stem for p in variants]
+        per_kata.append([[(kata, f, paths[f], *plan[f][i]) for f in order] for i in range(len(seeds))])
+    width = max(len(order) for rounds in per_kata for order in rounds)
+    return [rounds[i][j] for i in range(len(seeds)) for j in range(width)
+            for rounds in per_kata if j < len(rounds[i])]
+
+
+def measure(job: tuple, mode: str, record) -> None:
+    kata, name, path, seed, only = job
+    start = time.perf_counter()
+    result = grade(kata, path, mode, seed=seed, only_cases=only, keep_going=True)
+    record({"kata": kata.name, "file": name, "seed": seed, "status": result.status,
+            "message": result.message, "cheats": list(result.cheats),
+            "seconds": round(time.perf_counter() - start, 1),
+            "cases": [{"task": t.name, "case": c.name, "dtype": c.dtype, "status": c.status,
+                       "tolerance_used": c.tolerance_used, "message": c.message[:300]}
+                      for t in result.tasks for c in t.cases]})
 
 
 def envelope(grades: list[dict]) -> list[dict]:
@@ -97,10 +113,10 @@ def envelope(grades: list[dict]) -> list[dict]:
                 key = (g["kata"], c["task"], output, c["dtype"])
                 row = rows.setdefault(key, {"kata": key[0], "task": key[1], "output": key[2],
                                             "dtype": key[3], "honest": None, "reference": None,
-                                            "gpu_only": True, "failed": []})
+                                            "all_skipped": True, "failed": []})
                 if c["status"] == "skipped":
                     continue
-                row["gpu_only"] = False
+                row["all_skipped"] = False
                 if c["status"] != "pass":
                     row["failed"].append({"file": g["file"], "case": c["case"], "seed": g["seed"],
                                           "status": c["status"], "message": c["message"]})
@@ -121,13 +137,14 @@ def _fmt(entry: dict | None, with_file: bool) -> str:
     return f"{entry['used']:.3g} ({where}{entry['case']}, seed {entry['seed']})"
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], mode: str) -> str:
     from tabulate import tabulate
 
     body = []
+    skipped = "GPU only" if mode == "interpret" else "skipped"
     for r in rows:
-        if r["gpu_only"]:
-            body.append([r["kata"], r["task"], r["output"], r["dtype"], "GPU only", "GPU only"])
+        if r["all_skipped"]:
+            body.append([r["kata"], r["task"], r["output"], r["dtype"], skipped, skipped])
             continue
         body.append([r["kata"], r["task"], r["output"], r["dtype"], _fmt(r["honest"], True),
                      _fmt(r["reference"], False)])
@@ -151,7 +168,9 @@ def main(argv=None) -> int:
     parser.add_argument("--mode", default="interpreter", choices=["interpreter", "interpret", "gpu"])
     parser.add_argument("--katas", default=",".join(PANEL_KATAS))
     parser.add_argument("--seeds", default="1,2,3")
-    parser.add_argument("--cases", default="panel", choices=["panel", "all"])
+    parser.add_argument("--cases", default="panel", choices=["panel", "checked", "all"])
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="start no grade after this many seconds")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     mode = "interpret" if args.mode.startswith("interpret") else "gpu"
@@ -174,10 +193,20 @@ def main(argv=None) -> int:
         print(f"{entry['kata']:18} {entry['file']:36} seed {entry['seed']}: {entry['status']} "
               f"({entry['seconds']} s)", file=sys.stderr, flush=True)
 
-    for kata in katas:
-        measure(kata, mode, seeds, args.cases, record)
+    deadline = time.monotonic() + (args.budget_s if args.budget_s else float("inf"))
+    planned = jobs(katas, mode, seeds, args.cases)
+    for job in planned:
+        if time.monotonic() > deadline:
+            break
+        measure(job, mode, record)
+    if len(report["grades"]) < len(planned):
+        report["cut_short"] = (f"the budget of {args.budget_s:g} s ran out: {len(report['grades'])} of "
+                               f"{len(planned)} grades ran")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+        print(report["cut_short"])
     rows = report["envelope"]
-    print(table(rows))
+    print(table(rows, mode))
     near = [r for r in rows if r["honest"] and r["honest"]["used"] > NEAR]
     failed = [(r, f) for r in rows for f in r["failed"]]
     for r in near:
