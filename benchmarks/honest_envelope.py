@@ -134,7 +134,9 @@ def _fmt(entry: dict | None, with_file: bool) -> str:
     if entry is None:
         return "-"
     where = f"{entry['file']}, " if with_file else ""
-    return f"{entry['used']:.3g} ({where}{entry['case']}, seed {entry['seed']})"
+    used = entry["used"]
+    figure = f"{used:.3g}" if not 0.999 < used < 1 else f"{used:.6f}"  # just under the limit is not 1
+    return f"{figure} ({where}{entry['case']}, seed {entry['seed']})"
 
 
 def table(rows: list[dict], mode: str) -> str:

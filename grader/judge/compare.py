@@ -94,12 +94,15 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
     n_bad, mismatches = 0, []
     nan_bad = inf_bad = 0
     for start, part in _slices(total):
-        close, g, e, diff = close_mask(flat_got[part], flat_exp[part], mode=mode, atol=atol, rtol=rtol,
-                                       ulp=ulp, scale=None if flat_scale is None else flat_scale[part],
-                                       allowance=None if flat_allow is None else flat_allow[part])
-        used = max(used, _fraction_used(close, g, e, diff, dtype=got.dtype, mode=mode, atol=atol, rtol=rtol, ulp=ulp,
-                                        scale=None if flat_scale is None else flat_scale[part],
-                                        allowance=None if flat_allow is None else flat_allow[part]))
+        part_scale = None if flat_scale is None else flat_scale[part]
+        part_allow = None if flat_allow is None else flat_allow[part]
+        bound = None
+        if mode == "allclose":
+            close, g, e, diff, bound = _allclose(flat_got[part], flat_exp[part], atol, rtol,
+                                                 part_scale, part_allow)
+        else:
+            close, g, e, diff = close_mask(flat_got[part], flat_exp[part], mode=mode, ulp=ulp)
+        used = max(used, _fraction_used(close, g, e, diff, dtype=got.dtype, mode=mode, ulp=ulp, bound=bound))
         finite = torch.isfinite(diff)
         if not bool(finite.all()):
             max_abs = float("inf")
@@ -139,15 +142,7 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
     rule compare_values applies, for callers that need to know which elements failed."""
     expected = expected.to(got.device)
     if mode == "allclose":
-        g = got.double()
-        e = expected.double()
-        diff = (g - e).abs()
-        finite_e = torch.isfinite(e)
-        magnitude = e.abs() if scale is None else scale.to(g.device, torch.float64).abs().expand_as(e)
-        bound = atol + rtol * magnitude
-        if allowance is not None:
-            bound = bound + allowance.to(g.device, torch.float64).abs().expand_as(e)
-        close = torch.where(finite_e, (diff <= bound) & torch.isfinite(g), g == e)
+        close, g, e, diff, _ = _allclose(got, expected, atol, rtol, scale, allowance)
     elif mode == "exact":
         e_rounded = expected.to(got.dtype)
         close = _bits(got) == _bits(e_rounded)
@@ -169,12 +164,27 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
     return close, g, e, diff
 
 
+def _allclose(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float,
+              scale: torch.Tensor | None, allowance: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+    """close_mask's allclose rule: (close, got, expected, |got - expected|, the allowed error),
+    the last four as float64."""
+    g = got.double()
+    e = expected.double()
+    diff = (g - e).abs()
+    finite_e = torch.isfinite(e)
+    magnitude = e.abs() if scale is None else scale.to(g.device, torch.float64).abs().expand_as(e)
+    bound = atol + rtol * magnitude
+    if allowance is not None:
+        bound = bound + allowance.to(g.device, torch.float64).abs().expand_as(e)
+    close = torch.where(finite_e, (diff <= bound) & torch.isfinite(g), g == e)
+    return close, g, e, diff, bound
+
+
 def _fraction_used(close: torch.Tensor, g: torch.Tensor, e: torch.Tensor, diff: torch.Tensor, *,
-                   dtype: torch.dtype, mode: str, atol: float, rtol: float, ulp: int, scale: torch.Tensor | None,
-                   allowance: torch.Tensor | None) -> float:
-    """The worst element's error over its allowed error, by close_mask's rule: 0 where nothing
-    is allowed and nothing is off, inf for an element that fails with nothing allowed (or a NaN,
-    an inf, an exact mismatch)."""
+                   dtype: torch.dtype, mode: str, ulp: int, bound: torch.Tensor | None) -> float:
+    """The worst element's error over its allowed error (`bound`, allclose), by close_mask's
+    rule: 0 where nothing is allowed and nothing is off, inf for an element that fails with
+    nothing allowed (or a NaN, an inf, an exact mismatch)."""
     if mode == "exact":
         return 0.0 if bool(close.all()) else math.inf
     if mode == "ulp":
@@ -189,10 +199,6 @@ def _fraction_used(close: torch.Tensor, g: torch.Tensor, e: torch.Tensor, diff: 
         return math.inf
     if not bool(finite_e.any()):
         return 0.0
-    magnitude = e.abs() if scale is None else scale.to(g.device, torch.float64).abs().expand_as(e)
-    bound = atol + rtol * magnitude
-    if allowance is not None:
-        bound = bound + allowance.to(g.device, torch.float64).abs().expand_as(e)
     d, b = diff[finite_e], bound[finite_e]
     if bool(((d > 0) & (b <= 0)).any()):
         return math.inf
