@@ -154,6 +154,19 @@ def table(rows: list[dict], mode: str) -> str:
                                    "reference"])
 
 
+def dump(report: dict) -> str:
+    """The report as JSON, one line per grade and per envelope row (a file of thousands of
+    indented lines otherwise)."""
+    lines = []
+    for key, value in report.items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            items = ",\n  ".join(json.dumps(v, default=str) for v in value)
+            lines.append(f"{json.dumps(key)}: [\n  {items}\n ]")
+        else:
+            lines.append(f"{json.dumps(key)}: {json.dumps(value, default=str)}")
+    return "{\n " + ",\n ".join(lines) + "\n}\n"
+
+
 def environment(mode: str) -> dict:
     import torch
     import triton
@@ -191,7 +204,7 @@ def main(argv=None) -> int:
         report["grades"].append(entry)
         report["envelope"] = envelope(report["grades"])
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+        out.write_text(dump(report))
         print(f"{entry['kata']:18} {entry['file']:36} seed {entry['seed']}: {entry['status']} "
               f"({entry['seconds']} s)", file=sys.stderr, flush=True)
 
@@ -205,7 +218,7 @@ def main(argv=None) -> int:
         report["cut_short"] = (f"the budget of {args.budget_s:g} s ran out: {len(report['grades'])} of "
                                f"{len(planned)} grades ran")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+        out.write_text(dump(report))
         print(report["cut_short"])
     rows = report["envelope"]
     print(table(rows, mode))
