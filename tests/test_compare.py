@@ -140,3 +140,44 @@ def test_norm_mode_close_mask_marks_elements_beyond_their_share():
     close, g, e, diff = close_mask(got, truth, mode="norm", rtol=0.01)
     assert not bool(close[0, 0]) and bool(close.flatten()[1:].all())
     assert float(diff[0, 0]) == pytest.approx(10.0)
+
+
+def test_tolerance_used_is_the_worst_error_over_its_allowed_error():
+    # The tolerance allows atol + rtol * |e| + allowance = 1e-3 + 1e-3 * 4 + 5e-3 = 1e-2 at the
+    # second element; an error of 5e-3 there uses exactly half of it, and is the worst.
+    expected = torch.tensor([1.0, 4.0, 0.0], dtype=torch.float64)
+    allowance = torch.tensor([0.0, 5e-3, 0.0], dtype=torch.float64)
+    got = (expected + torch.tensor([1e-4, 5e-3, 0.0], dtype=torch.float64)).double()
+    half = compare_values(got, expected, "y", mode="allclose", atol=1e-3, rtol=1e-3, allowance=allowance)
+    assert half.ok and half.tolerance_used == pytest.approx(0.5, rel=1e-9)
+    # scale replaces |expected| in the bound: 1e-3 + 1e-3 * 9 = 1e-2, so 5e-3 is half again.
+    scaled = compare_values(got[1:2], expected[1:2], "y", mode="allclose", atol=1e-3, rtol=1e-3,
+                            scale=torch.tensor([9.0], dtype=torch.float64))
+    assert scaled.tolerance_used == pytest.approx(0.5, rel=1e-9)
+    over = compare_values(got, expected, "y", mode="allclose", atol=1e-3, rtol=0.0)  # 5e-3 of 1e-3
+    assert not over.ok and over.tolerance_used == pytest.approx(5.0, rel=1e-9)
+    exact = compare_values(expected.clone(), expected, "y", mode="allclose", atol=0.0, rtol=0.0)
+    assert exact.ok and exact.tolerance_used == 0.0
+
+
+def test_tolerance_used_is_infinite_for_nan_or_an_error_with_nothing_allowed():
+    expected = torch.zeros(3, dtype=torch.float64)
+    nan = compare_values(torch.tensor([0.0, float("nan"), 0.0]), expected, "y", mode="allclose",
+                         atol=1.0, rtol=0.0)
+    assert nan.tolerance_used == float("inf")
+    nothing = compare_values(torch.tensor([0.0, 1e-9, 0.0]), expected, "y", mode="allclose")
+    assert not nothing.ok and nothing.tolerance_used == float("inf")
+    ints = torch.tensor([1, 2, 3])
+    assert compare_values(ints, ints, "y", mode="exact").tolerance_used == 0.0
+    assert compare_values(ints + 1, ints, "y", mode="exact").tolerance_used == float("inf")
+
+
+def test_tolerance_used_in_ulp_and_norm_modes():
+    expected = torch.tensor([1.0, 2.0], dtype=torch.float16)
+    one_ulp = torch.nextafter(expected, torch.tensor(10.0, dtype=torch.float16))
+    result = compare_values(one_ulp, expected.double(), "y", mode="ulp", ulp=2)
+    assert result.ok and result.tolerance_used == pytest.approx(0.5)
+    truth = torch.tensor([3.0, 4.0], dtype=torch.float64)  # ||truth|| = 5
+    got = truth + torch.tensor([0.03, 0.04], dtype=torch.float64)  # error norm 0.05
+    norm = compare_values(got, truth, "y", mode="norm", rtol=0.02)  # allows 0.1
+    assert norm.ok and norm.tolerance_used == pytest.approx(0.5, rel=1e-9)

@@ -70,3 +70,15 @@ def test_the_allowance_does_not_excuse_a_trap(seed):
     failed = {c.name for c in result.cases if c.status == "fail"}
     assert "large_weight_decay" in failed and result.cheats == []
     assert "near_miss" not in {d["code"] for d in result.diagnoses}, result.diagnoses
+
+
+def test_a_grade_reports_the_tolerance_each_output_used():
+    # The figure benchmarks/honest_envelope.py reads (docs/SCORING.md, "The measured envelope"):
+    # per output, the worst error over what the tolerance allows there, <= 1 on a pass.
+    kata = get_kata("adamw")
+    result = grade(kata, kata.reference_path, "interpret", seed=1, only_cases=["one_element"])
+    ran = [c for c in result.cases if c.status == "pass"]
+    assert ran and result.status == "pass"
+    for case in ran:
+        assert set(case.tolerance_used) == {"params", "exp_avgs", "exp_avg_sqs"}, case.tolerance_used
+        assert all(0 < used <= 1 for used in case.tolerance_used.values()), case.tolerance_used

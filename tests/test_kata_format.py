@@ -609,3 +609,19 @@ def test_every_timed_rows_task_can_ask_its_spec_for_rows():
                 assert "rows" in inspect.signature(getattr(spec, name)).parameters, (kata.name, name)
             users += 1
     assert users >= 1
+
+
+def test_the_checker_reports_the_tolerance_used_per_output():
+    import torch
+
+    from grader.judge.checker import Checker
+    task = _newton_schulz_example()
+    checker = Checker.__new__(Checker)
+    checker.device = "cpu"
+    truth = torch.randn(64, 96, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    noise = torch.randn(64, 96, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    inputs = {"g": truth.float(), "steps": 5}
+    tol = 0.01 + 0.1 + 0.3 / 64
+    got = (truth + 0.5 * tol * noise * truth.norm() / noise.norm()).to(torch.bfloat16)
+    verdict = checker.compare(task, inputs, {"out": [got]}, "small", (truth,))
+    assert verdict["ok"] and verdict["tolerance_used"]["out"] == pytest.approx(0.5, rel=0.02)

@@ -59,7 +59,9 @@ class Checker:
         return (truth,) if len(task.outputs) == 1 else tuple(truth)
 
     def compare(self, task, inputs, saved: dict, case: str, truth=None, rows=None) -> dict:
-        """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches}; a failure on
+        """{ok, message, max_abs_err, max_rel_err, mismatched, total, mismatches, tolerance_used
+        (per output, the worst error as a fraction of what the tolerance allows there: up to the
+        failing tensor on a failure)}; a failure on
         the values also carries `leaf` (the failing tensor, its truth and tolerance), a failure
         of the structure a `diagnosis`. case: the case's name (tolerances may depend on it).
         rows: compare only these positions along the task's timed_rows dim (see _sampled_rows)."""
@@ -67,7 +69,8 @@ class Checker:
         if task.property_fn:
             return judge_property(self.spec, task, [(inputs, saved)], self.device, case)
         truth = truth if truth is not None else self._truth(task, inputs, rows)
-        worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0}
+        worst = {"max_abs_err": None, "max_rel_err": None, "mismatched": 0, "total": 0,
+                 "tolerance_used": {}}
         for o, (output, expected) in enumerate(zip(task.outputs, truth)):
             got_leaves = saved.get(output.name)
             exp_leaves = [t for _, t in flatten(expected, output.name)]
@@ -94,6 +97,9 @@ class Checker:
                     value = getattr(cmp, key)
                     if value is not None and (worst[key] is None or value > worst[key]):
                         worst[key] = value
+                if cmp.tolerance_used is not None:
+                    used = worst["tolerance_used"]
+                    used[output.name] = max(used.get(output.name, 0.0), cmp.tolerance_used)
                 worst["mismatched"] += cmp.mismatched or 0
                 worst["total"] += cmp.total or 0
                 if not cmp.ok:
@@ -217,6 +223,7 @@ class Checker:
             return _fail(result, verdict_again, _with(verdict_again["message"], found), found)
         result.update(status="pass", message="", **{k: verdict[k] for k in
                                                     ("max_abs_err", "max_rel_err", "mismatched", "total")})
+        result["tolerance_used"] = _most_used(verdict, verdict_again)
         return result
 
     def _check_property_case(self, task, planned: dict, result: dict, files: dict) -> dict:
@@ -404,7 +411,18 @@ def _fail(result: dict, verdict: dict, message: str, found: failure_codes.Diagno
     for key in ("max_abs_err", "max_rel_err", "mismatched", "total"):
         result[key] = verdict.get(key)
     result["mismatches"] = verdict.get("mismatches", [])
+    result["tolerance_used"] = verdict.get("tolerance_used") or None
     return result
+
+
+def _most_used(*verdicts: dict) -> dict[str, float] | None:
+    """Per output, the larger fraction of the tolerance the checked calls used (None: none known,
+    as for a property check)."""
+    used: dict[str, float] = {}
+    for verdict in verdicts:
+        for name, value in (verdict.get("tolerance_used") or {}).items():
+            used[name] = max(used.get(name, 0.0), value)
+    return used or None
 
 
 def _one_call_failed(found: failure_codes.Diagnosis, verdict: dict, what: str,

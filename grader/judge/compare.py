@@ -12,6 +12,11 @@ Mode `norm` judges the whole tensor instead: ||got - expected||_F <= atol + rtol
 in float64 (kata.yaml's `compare: {norm: TOL}` gives rtol = TOL, atol = 0), for outputs whose
 elements carry no individual meaning after many low-precision steps (an iterated bf16 matrix
 polynomial). Any NaN or inf fails it where the truth is finite.
+
+Every comparison also reports `tolerance_used`: the worst error as a fraction of what the
+tolerance allows there (allclose: max |got - expected| / (atol + rtol * scale + allowance); norm:
+the error norm over its allowance; ulp: the ULP distance over the ULPs allowed). 1.0 is at the
+limit; above 1 fails. It measures the honest-error envelope (benchmarks/honest_envelope.py).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ class Comparison:
     mismatched: int | None = None
     total: int | None = None
     mismatches: list[dict] = field(default_factory=list)
+    # The worst error as a fraction of what the tolerance allows there (module docstring).
+    tolerance_used: float | None = None
 
 
 def check_tensor_type(got, label: str, device: torch.device, dtype: torch.dtype,
@@ -76,19 +83,26 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
     expected = expected.detach().to(got.device)
     total = got.numel()
     if total == 0:
-        return Comparison(ok=True, total=0, mismatched=0)
+        return Comparison(ok=True, total=0, mismatched=0, tolerance_used=0.0)
     if mode == "norm":
         return _compare_norm(got, expected, label, atol, rtol)
     flat_got, flat_exp = got.reshape(-1), expected.reshape(-1)
     flat_scale = None if scale is None else scale.to(got.device).expand_as(expected).reshape(-1)
     flat_allow = None if allowance is None else allowance.to(got.device).expand_as(expected).reshape(-1)
     max_abs = max_rel = None
+    used = 0.0
     n_bad, mismatches = 0, []
     nan_bad = inf_bad = 0
     for start, part in _slices(total):
-        close, g, e, diff = close_mask(flat_got[part], flat_exp[part], mode=mode, atol=atol, rtol=rtol,
-                                       ulp=ulp, scale=None if flat_scale is None else flat_scale[part],
-                                       allowance=None if flat_allow is None else flat_allow[part])
+        part_scale = None if flat_scale is None else flat_scale[part]
+        part_allow = None if flat_allow is None else flat_allow[part]
+        bound = None
+        if mode == "allclose":
+            close, g, e, diff, bound = _allclose(flat_got[part], flat_exp[part], atol, rtol,
+                                                 part_scale, part_allow)
+        else:
+            close, g, e, diff = close_mask(flat_got[part], flat_exp[part], mode=mode, ulp=ulp)
+        used = max(used, _fraction_used(close, g, e, diff, dtype=got.dtype, mode=mode, ulp=ulp, bound=bound))
         finite = torch.isfinite(diff)
         if not bool(finite.all()):
             max_abs = float("inf")
@@ -111,7 +125,7 @@ def compare_values(got: torch.Tensor, expected: torch.Tensor, label: str, *, mod
                     mismatches.append({"index": _unravel(start + i, tuple(got.shape)),
                                        "got": _scalar(g[i]), "expected": _scalar(e[i])})
     result = Comparison(ok=n_bad == 0, max_abs_err=max_abs, max_rel_err=max_rel,
-                        mismatched=n_bad, total=total)
+                        mismatched=n_bad, total=total, tolerance_used=used)
     if n_bad:
         result.mismatches = mismatches
         result.message = _mismatch_message(label, n_bad, total, mode, atol, rtol, ulp, nan_bad,
@@ -128,15 +142,7 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
     rule compare_values applies, for callers that need to know which elements failed."""
     expected = expected.to(got.device)
     if mode == "allclose":
-        g = got.double()
-        e = expected.double()
-        diff = (g - e).abs()
-        finite_e = torch.isfinite(e)
-        magnitude = e.abs() if scale is None else scale.to(g.device, torch.float64).abs().expand_as(e)
-        bound = atol + rtol * magnitude
-        if allowance is not None:
-            bound = bound + allowance.to(g.device, torch.float64).abs().expand_as(e)
-        close = torch.where(finite_e, (diff <= bound) & torch.isfinite(g), g == e)
+        close, g, e, diff, _ = _allclose(got, expected, atol, rtol, scale, allowance)
     elif mode == "exact":
         e_rounded = expected.to(got.dtype)
         close = _bits(got) == _bits(e_rounded)
@@ -156,6 +162,48 @@ def close_mask(got: torch.Tensor, expected: torch.Tensor, *, mode: str, atol: fl
     else:
         raise ValueError(f"unknown comparison mode {mode}")
     return close, g, e, diff
+
+
+def _allclose(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float,
+              scale: torch.Tensor | None, allowance: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+    """close_mask's allclose rule: (close, got, expected, |got - expected|, the allowed error),
+    the last four as float64."""
+    g = got.double()
+    e = expected.double()
+    diff = (g - e).abs()
+    finite_e = torch.isfinite(e)
+    magnitude = e.abs() if scale is None else scale.to(g.device, torch.float64).abs().expand_as(e)
+    bound = atol + rtol * magnitude
+    if allowance is not None:
+        bound = bound + allowance.to(g.device, torch.float64).abs().expand_as(e)
+    close = torch.where(finite_e, (diff <= bound) & torch.isfinite(g), g == e)
+    return close, g, e, diff, bound
+
+
+def _fraction_used(close: torch.Tensor, g: torch.Tensor, e: torch.Tensor, diff: torch.Tensor, *,
+                   dtype: torch.dtype, mode: str, ulp: int, bound: torch.Tensor | None) -> float:
+    """The worst element's error over its allowed error (`bound`, allclose), by close_mask's
+    rule: 0 where nothing is allowed and nothing is off, inf for an element that fails with
+    nothing allowed (or a NaN, an inf, an exact mismatch)."""
+    if mode == "exact":
+        return 0.0 if bool(close.all()) else math.inf
+    if mode == "ulp":
+        if not bool((close | torch.isfinite(g)).all()):
+            return math.inf
+        distance = float((_ordered(g.to(dtype)) - _ordered(e.to(dtype))).abs().max())
+        if ulp <= 0:
+            return 0.0 if distance == 0 else math.inf
+        return distance / ulp
+    finite_e = torch.isfinite(e)
+    if not bool((close | finite_e).all()) or not bool(torch.isfinite(g[finite_e]).all()):
+        return math.inf
+    if not bool(finite_e.any()):
+        return 0.0
+    d, b = diff[finite_e], bound[finite_e]
+    if bool(((d > 0) & (b <= 0)).any()):
+        return math.inf
+    ratio = torch.where(d > 0, d / b.clamp_min(1e-300), torch.zeros_like(d))
+    return float(ratio.max())
 
 
 def _norm_parts(got: torch.Tensor, expected: torch.Tensor):
@@ -200,8 +248,10 @@ def _compare_norm(got: torch.Tensor, expected: torch.Tensor, label: str, atol: f
     err, size = norm_error(got, expected)
     total = got.numel()
     rel = err / size if size > 0 else (0.0 if err == 0 else float("inf"))
-    result = Comparison(ok=err <= atol + rtol * size, max_rel_err=rel if math.isfinite(rel) else None,
-                        mismatched=0, total=total)
+    allowed = atol + rtol * size
+    used = (err / allowed if allowed > 0 else (0.0 if err == 0 else math.inf)) if math.isfinite(err) else math.inf
+    result = Comparison(ok=err <= allowed, max_rel_err=rel if math.isfinite(rel) else None,
+                        mismatched=0, total=total, tolerance_used=used)
     share = _share(atol, rtol, size, total)
     n_bad = nan_bad = inf_bad = 0
     max_abs = 0.0

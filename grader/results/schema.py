@@ -45,6 +45,9 @@ class CaseResult:
     roofline_credit: float | None = None  # min(1, roofline / target): its share of the roofline points
     flops: float | None = None  # declared FLOPs
     diagnosis: str | None = None  # the diagnosis code when the case failed without a cheat
+    # Per output, the worst error as a fraction of what the tolerance allows there (1.0: at the
+    # limit) over the checked calls; None where not measured (a property check, an error).
+    tolerance_used: dict[str, float] | None = None
     # Operations that made the host wait for the GPU in one untimed call (grader.timing.host_syncs),
     # and where the first was called ("file.py:LINE"); None where not watched.
     host_syncs: int | None = None
