@@ -16,6 +16,7 @@
 #   panel-b    the honest panel: the other katas (issue 32)
 #   external   Liger-Kernel and FlagGems graded as submissions (issue 32): carry .whl/ with
 #              liger_kernel, flag_gems, sqlalchemy and greenlet wheels for Python 3.12
+#   envelope   the honest-error envelope on the GPU: bfloat16, fp8 and the large cases (issue 32)
 #   crash      compiler-crash candidates (issue 35)
 # Each part writes OUT_DIR/PART.txt and prints its last lines.
 set -uo pipefail
@@ -43,6 +44,8 @@ case "$part" in
              -k "not (adamw or cross_entropy or softmax or layer_norm or flash_attention)" >> "$log" 2>&1 ;;
   external) python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >> "$log" 2>&1
             PYTHONPATH=/tmp/site pytest_ tests/external >> "$log" 2>&1 ;;
+  envelope) python3 benchmarks/honest_envelope.py --mode gpu --seeds 1 --cases checked --budget-s 270 \
+              --out "$out/h200-honest-envelope.json" >> "$log" 2>&1 ;;
   crash) python3 benchmarks/compiler_crash_check.py "$out/compiler_crash" >> "$log" 2>&1 ;;
   *) echo "unknown part: $part" >&2; exit 2 ;;
 esac
