@@ -180,7 +180,8 @@ class StartOp(KeyedOp):
     baseline_s: float | None = None
 
     def in_form(self) -> bool:
-        # A timing's limit needs no baseline; a case's is worked out from a finite time.
+        # A timing's limit needs no baseline; a case's is worked out from a finite time. Another
+        # phase has a case's limit and no turn (as the Referee has always read it).
         if self.phase == "timing":
             return super().in_form() and self.baseline_s is None
         return super().in_form() and (self.baseline_s is None or baseline_form(self.baseline_s))

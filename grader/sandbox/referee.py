@@ -32,6 +32,17 @@ SAMPLED = 3  # timed calls per bench case whose outputs are verified
 # --keep-going): a wrong submission's verdict in seconds, with enough failures to diagnose.
 FAILURES_PER_TASK = 3
 
+# The forgery each op's request is named, out of turn or out of its op's form alike ("case" and
+# "sample" say more: Referee._case_out_of_turn, _on_sample).
+FORGED = {
+    "env": "the worker's environment told twice, late or malformed",
+    "sandbox": "the worker's lockdown told twice, late or malformed",
+    "timing": "timing of {key} announced twice or malformed",
+    "samples": "the kept timed outputs of {key} are not the ones the grader chose",
+    "timed": "the timing of {key} told twice, out of turn or malformed",
+    "anatomy": "the anatomy of {key} told twice, out of turn or malformed",
+}
+
 
 class Referee(threading.Thread):
     """The parent's end, serving one worker. `judge` has check_case(planned, result) and
@@ -147,7 +158,7 @@ class Referee(threading.Thread):
         """A request not in its op's form (the submission's, which shares the worker's process):
         a forgery, named as its op's handler names one out of turn, and answered alike."""
         if op == "start":
-            return None
+            return None  # a malformed request
         if op == "case":
             result = request.get("result")
             self.forgeries.append(self._case_out_of_turn(key, result) or (
@@ -155,19 +166,15 @@ class Referee(threading.Thread):
                 f"a result for {key} that the worker never sends (status {str(result.get('status'))[:40]!r})"))
             return {"ok": False, "stop": True}
         if op == "sample":
-            self.forgeries.append(f"timed call {request.get('call')} of {key} asked about twice, or out of turn")
-            return {"set": None}
+            return self._sample_refused(key, request.get("call"))
         if op == "samples":
             # The chosen calls first, as ever: sets that are not even a number leave the choice
             # unreadable (a TypeError: a malformed request).
             self._chosen_samples(key, request.get("method"), request.get("sets"))
-        self.forgeries.append({
-            "env": "the worker's environment told twice, late or malformed",
-            "sandbox": "the worker's lockdown told twice, late or malformed",
-            "timing": f"timing of {key} announced twice or malformed",
-            "samples": f"the kept timed outputs of {key} are not the ones the grader chose",
-            "timed": f"the timing of {key} told twice, out of turn or malformed",
-            "anatomy": f"the anatomy of {key} told twice, out of turn or malformed"}[op])
+        return self._refused(op, key)
+
+    def _refused(self, op: str, key) -> dict:
+        self.forgeries.append(FORGED[op].format(key=key))
         return {}
 
     def _limit_s(self, key: str, phase, baseline_s) -> float:
@@ -207,8 +214,7 @@ class Referee(threading.Thread):
 
     def _on_env(self, env: protocol.EnvOp):
         if self.env is not None or len(self.timeline) > 1:
-            self.forgeries.append("the worker's environment told twice, late or malformed")
-            return {}
+            return self._refused("env", None)
         self.env = env.heard()
         self.look_at_gpu("env")  # the ceilings were measured just now
         return {}
@@ -216,8 +222,7 @@ class Referee(threading.Thread):
     def _on_sandbox(self, sandbox: protocol.SandboxOp):
         # Second on the line, right after the environment.
         if self.sandbox is not None or self.env is None or len(self.timeline) != 2:
-            self.forgeries.append("the worker's lockdown told twice, late or malformed")
-            return {}
+            return self._refused("sandbox", None)
         self.sandbox = sandbox.status
         return {}
 
@@ -226,8 +231,7 @@ class Referee(threading.Thread):
         # After the case's timing started; a timing also only once its kept outputs came.
         in_flight = key in self._timing_started and (timing is None or key in self.timed)
         if key in self.timing_reports or not in_flight:
-            self.forgeries.append(f"the timing of {key} told twice, out of turn or malformed")
-            return {}
+            return self._refused("timed", key)
         if timing is not None:
             self.look_at_gpu("timed")
             if key not in self.retimed and self._retime(key, timing):
@@ -243,8 +247,7 @@ class Referee(threading.Thread):
         key, anatomy = told.key, told.anatomy
         report = self.timing_reports.get(key) or {}
         if "timing" not in report or key in self._anatomies:
-            self.forgeries.append(f"the anatomy of {key} told twice, out of turn or malformed")
-            return {}
+            return self._refused("anatomy", key)
         self._anatomies.add(key)
         if anatomy is not None:
             report["timing"] = dict(report["timing"], anatomy=anatomy)
@@ -361,8 +364,7 @@ class Referee(threading.Thread):
     def _on_timing(self, timing: protocol.TimingOp):
         key, calls, sets = timing.key, timing.calls, timing.sets
         if key in self._chosen:
-            self.forgeries.append(f"timing of {key} announced twice or malformed")
-            return {}
+            return self._refused("timing", key)
         self._timing_calls[key] = calls
         picked = self._random.sample(range(calls), min(self.sampled, calls))
         self._chosen[key] = {call: self._random.randrange(sets) for call in picked}
@@ -376,8 +378,7 @@ class Referee(threading.Thread):
         key, call = sample.key, sample.call
         asked = self._asked.get(key)
         if asked is None or call in asked:
-            self.forgeries.append(f"timed call {call} of {key} asked about twice, or out of turn")
-            return {"set": None}
+            return self._sample_refused(key, call)
         asked.add(call)
         self._change_keys[key].append(self._random.getrandbits(63))
         return {"set": self._chosen[key].get(call), "change_key": self._change_keys[key][-1]}
@@ -391,12 +392,15 @@ class Referee(threading.Thread):
         return {(call, s if method == "cuda_graph" else call % max(1, n_sets or 1))
                 for call, s in chosen.items() if call in asked}
 
+    def _sample_refused(self, key: str, call) -> dict:
+        self.forgeries.append(f"timed call {call} of {key} asked about twice, or out of turn")
+        return {"set": None}
+
     def _on_samples(self, handed: protocol.SamplesOp):
         key, samples, method, n_sets = handed.key, handed.samples, handed.method, handed.sets
         expected = self._chosen_samples(key, method, n_sets)
         if {(s.get("call"), s.get("set")) for s in samples} != expected or len(samples) != len(expected):
-            self.forgeries.append(f"the kept timed outputs of {key} are not the ones the grader chose")
-            return {}
+            return self._refused("samples", key)
         self.timed.add(key)
         failure = self._judge("check_samples", key, self.plan[key], samples, method, n_sets,
                               self._change_keys.get(key))
