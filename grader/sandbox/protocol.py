@@ -92,6 +92,13 @@ def baseline_form(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < math.inf
 
 
+def _written(record) -> dict:
+    """A record's fields as written: those left None only where their metadata says
+    `written_when_none`."""
+    return {f.name: getattr(record, f.name) for f in fields(record)
+            if getattr(record, f.name) is not None or f.metadata.get("written_when_none")}
+
+
 @dataclass(frozen=True)
 class Op:
     """A request the worker sends on its line (grader.sandbox.worker_line.ParentLine.ask), one
@@ -104,12 +111,7 @@ class Op:
     OP: ClassVar[str] = ""
 
     def to_dict(self) -> dict:
-        out = {"op": self.OP}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None or f.metadata.get("written_when_none"):
-                out[f.name] = value
-        return out
+        return {"op": self.OP, **_written(self)}
 
     @classmethod
     def from_dict(cls, data) -> "Op | None":
@@ -379,12 +381,7 @@ class Event:
     FORM: ClassVar[dict | None] = None
 
     def to_dict(self) -> dict:
-        out = {"type": self.TYPE}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None or f.metadata.get("written_when_none"):
-                out[f.name] = value
-        return out
+        return {"type": self.TYPE, **_written(self)}
 
 
 @dataclass(frozen=True)
