@@ -5,6 +5,7 @@ uses is one the protocol names and the Referee answers."""
 from __future__ import annotations
 
 import ast
+import json
 import math
 from pathlib import Path
 
@@ -62,9 +63,13 @@ def _calls(name: str, module: str) -> list[ast.Call]:
 
 
 def test_every_op_the_worker_asks_is_the_protocol_s_and_the_referee_answers_it():
-    asked = {c.args[0].value for m in ("worker.py", "case_runner.py", "worker_line.py") for c in _calls("ask", m)
-             if isinstance(c.args[0], ast.Constant)}
-    assert asked == set(protocol.GRADE_OPS + protocol.CASE_OPS)
+    # The worker asks with the ops' records, never with a name and loose fields.
+    asks = [c for m in ("worker.py", "case_runner.py", "worker_line.py") for c in _calls("ask", m)]
+    records = [c.args[0] for c in asks]
+    assert all(isinstance(r, ast.Call) and isinstance(r.func, ast.Attribute) and r.func.attr.endswith("Op")
+               for r in records) and not any(c.keywords for c in asks)
+    asked = {getattr(protocol, r.func.attr).OP for r in records}
+    assert asked == set(protocol.GRADE_OPS + protocol.CASE_OPS) == set(protocol.OPS)
     assert all(callable(getattr(Referee, f"_on_{op}", None)) for op in asked)
 
 
@@ -104,3 +109,103 @@ def test_each_event_is_written_in_the_form_the_parent_reads_and_reads_back(event
 def test_an_event_in_another_form_is_not_one(data):
     with pytest.raises(ValueError):
         protocol.event_from_dict(data)
+
+
+KEY = "t/c/float32"
+RAN = {"status": "ran", "outputs": {}}
+
+
+ROUND_TRIPS = [
+    (protocol.EnvOp("H200", {"torch": "2"}, {"copy_gbps": 3000.0}, True, gpu_uuid="GPU-1"),
+     {"op": "env", "device": "H200", "versions": {"torch": "2"}, "ceilings": {"copy_gbps": 3000.0},
+      "ceilings_measured": True, "gpu_uuid": "GPU-1"}),
+    (protocol.EnvOp("CPU", {}, None, False, ceilings_note="far below"),
+     {"op": "env", "device": "CPU", "versions": {}, "ceilings": None, "ceilings_measured": False,
+      "ceilings_note": "far below"}),
+    (protocol.SandboxOp({"filesystem_restricted": True}), {"op": "sandbox", "status": {"filesystem_restricted": True}}),
+    (protocol.TimeOp(), {"op": "time"}),
+    (protocol.StartOp(KEY), {"op": "start", "key": KEY, "phase": "case"}),
+    (protocol.StartOp(KEY, "case", baseline_s=0.0), {"op": "start", "key": KEY, "phase": "case", "baseline_s": 0.0}),
+    (protocol.StartOp(KEY, "timing"), {"op": "start", "key": KEY, "phase": "timing"}),
+    (protocol.CaseOp(KEY, RAN), {"op": "case", "key": KEY, "result": RAN}),
+    (protocol.CaseOp(KEY, {"status": "fail", "message": "m", "cheat": "fake_result", "launches": 2}),
+     {"op": "case", "key": KEY, "result": {"status": "fail", "message": "m", "cheat": "fake_result", "launches": 2}}),
+    (protocol.TimingOp(KEY, 200, 3), {"op": "timing", "key": KEY, "calls": 200, "sets": 3}),
+    (protocol.SampleOp(KEY, 0), {"op": "sample", "key": KEY, "call": 0}),
+    (protocol.SamplesOp(KEY, [{"call": 4, "set": 1, "file": "f"}], "events", 3),
+     {"op": "samples", "key": KEY, "samples": [{"call": 4, "set": 1, "file": "f"}], "method": "events", "sets": 3}),
+    (protocol.SamplesOp(KEY, [], "cuda_graph", 2), {"op": "samples", "key": KEY, "samples": [], "method": "cuda_graph", "sets": 2}),
+    (protocol.TimedOp(KEY, timing={"time_ms": 1.0}), {"op": "timed", "key": KEY, "timing": {"time_ms": 1.0}}),
+    (protocol.TimedOp(KEY, error={"message": "slow", "cheat": None}),
+     {"op": "timed", "key": KEY, "error": {"message": "slow", "cheat": None}}),
+    (protocol.AnatomyOp(KEY, {"kernels": []}), {"op": "anatomy", "key": KEY, "anatomy": {"kernels": []}}),
+    (protocol.AnatomyOp(KEY, None), {"op": "anatomy", "key": KEY, "anatomy": None}),  # switched off
+]
+
+
+@pytest.mark.parametrize("op, sent", ROUND_TRIPS, ids=lambda v: getattr(v, "OP", None) or "")
+def test_each_op_is_sent_in_the_form_the_referee_reads_and_reads_back(op, sent):
+    assert op.to_dict() == sent
+    assert protocol.OPS[sent["op"]].from_dict(sent) == op
+    assert protocol.OPS[sent["op"]].from_dict(json.loads(json.dumps(sent))) == op  # as it crosses the line
+
+
+def test_every_op_has_a_record_tested_above():
+    assert {sent["op"] for _, sent in ROUND_TRIPS} == set(protocol.OPS)
+
+
+MALFORMED = [
+    {"op": "env", "device": 1, "versions": {}, "ceilings": None, "ceilings_measured": False},
+    {"op": "env", "device": "GPU", "versions": [], "ceilings": None, "ceilings_measured": False},
+    {"op": "env", "device": "GPU", "versions": {}, "ceilings": [1.0], "ceilings_measured": False},
+    {"op": "env", "device": "GPU", "versions": {}, "ceilings": None, "ceilings_measured": False, "gpu_uuid": 7},
+    {"op": "env", "versions": {}, "ceilings": None},
+    {"op": "sandbox", "status": {"filesystem_restricted": 1}},
+    {"op": "sandbox", "status": [True]},
+    {"op": "sandbox"},
+    {"op": "start", "key": ["a"], "phase": "case"},
+    {"op": "start", "key": KEY, "phase": "timing", "baseline_s": 0.1},
+    {"op": "start", "key": KEY, "phase": "case", "baseline_s": math.nan},
+    {"op": "start", "key": KEY, "phase": "case", "baseline_s": -1.0},
+    {"op": "start", "key": KEY, "phase": "case", "baseline_s": True},
+    {"op": "start", "key": KEY, "phase": "case", "baseline_s": "0.1"},
+    {"op": "case", "key": KEY, "result": dict(RAN, status="pass")},
+    {"op": "case", "key": KEY, "result": dict(RAN, speedup=9.0)},
+    {"op": "case", "key": KEY, "result": [RAN]},
+    {"op": "case", "key": KEY},
+    {"op": "case", "key": 5, "result": RAN},
+    {"op": "timing", "key": KEY, "calls": 0, "sets": 3},
+    {"op": "timing", "key": KEY, "calls": 200, "sets": "3"},
+    {"op": "timing", "key": KEY, "calls": 2.0, "sets": 3},
+    {"op": "sample", "key": KEY, "call": "3"},
+    {"op": "sample", "key": KEY, "call": [3]},
+    {"op": "sample", "key": KEY},
+    {"op": "samples", "key": KEY, "samples": {"call": 1}, "method": "events", "sets": 3},
+    {"op": "samples", "key": KEY, "samples": [[1, 0]], "method": "events", "sets": 3},
+    {"op": "samples", "key": KEY, "samples": [], "method": "events", "sets": "3"},
+    {"op": "timed", "key": KEY, "timing": {"time_ms": 1.0}, "error": {"message": "both"}},
+    {"op": "timed", "key": KEY, "error": {"message": 5}},
+    {"op": "timed", "key": KEY, "timing": [1.0]},
+    {"op": "timed", "key": KEY},
+    {"op": "anatomy", "key": KEY, "anatomy": [{"name": "k"}]},
+    {"op": "anatomy", "key": KEY, "anatomy": "kernels"},
+]
+
+
+@pytest.mark.parametrize("request_", MALFORMED, ids=lambda r: r["op"])
+def test_a_request_not_in_its_op_s_form_is_no_record(request_):
+    assert protocol.OPS[request_["op"]].from_dict(request_) is None
+
+
+def test_a_request_of_another_op_or_none_at_all_is_no_record():
+    for cls in protocol.OPS.values():
+        assert cls.from_dict({"op": "launch_missiles", "key": KEY}) is None
+        assert cls.from_dict([cls.OP, KEY]) is None and cls.from_dict(None) is None
+    assert protocol.TimeOp.from_dict({"op": "time"}) == protocol.TimeOp()
+    assert protocol.TimeOp.from_dict({"op": ["time"]}) is None
+    # Fields an op does not have are ignored, as the Referee always has.
+    assert protocol.SampleOp.from_dict({"op": "sample", "key": KEY, "call": 2, "limit_s": 9}) == protocol.SampleOp(KEY, 2)
+
+
+def test_every_malformed_op_is_tested_above():
+    assert {r["op"] for r in MALFORMED} == set(protocol.OPS) - {"time"}  # "time" has no fields

@@ -22,7 +22,7 @@ from grader.judge.compare import check_tensor_type
 from grader.judge.inputs import AGAIN, case_seed, flatten, make_case_inputs, output_dtype
 from grader.kata import memory_budget
 from grader.kata.allowed_ops import describe, effective_allowed
-from grader.sandbox import integrity, launches, lockdown, progress
+from grader.sandbox import integrity, launches, lockdown, progress, protocol
 from grader.sandbox.out_of_bounds import GuardedFactories, guarded_copy
 from grader.sandbox.forbidden_ops import resolve_forbidden, submission_guards
 from grader.sandbox.torch_compute import watch_torch_compute
@@ -490,7 +490,7 @@ class CaseRunner:
                 (sample.outputs,) if len(self.task.returns) == 1 else tuple(sample.outputs)))}
             kept.append({"call": sample.call, "set": sample.set, "file": self._save(outputs)})
         timing.checked.clear()
-        line.ask("samples", key=planned["key"], samples=kept, method=timing.method, sets=timing.n_sets)
+        line.ask(protocol.SamplesOp(planned["key"], kept, timing.method, timing.n_sets))
         for sample in kept:
             self.release(sample["file"])
         # The first calls' times go to the parent, which judges them (slow first calls are named

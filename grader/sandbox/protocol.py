@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import ClassVar
 from pathlib import Path
 
@@ -62,17 +62,6 @@ class Request:
 
 # ---- the ops on the line ------------------------------------------------------------------------
 
-# What the worker asks (grader.sandbox.worker_line.ParentLine.ask), each answered once by the
-# Referee's `_on_<op>`: these of the grade as a whole, in this order before any case ("env" and
-# "sandbox", told before the import; "time", whether to time at all) ...
-GRADE_OPS = ("env", "sandbox", "time")
-# ... and these of one planned case (its key must be in the plan): "start" (a phase begins; the
-# Referee answers the phase's deadline), "case" (its result, for the checker's verdict), "timing"
-# and "sample" (the timed calls, whose kept outputs and input changes the Referee chooses),
-# "samples" (the kept outputs handed over), "timed" (the timing's outcome) and "anatomy" (the
-# final timing's one profiled call: advice only, grader.timing.anatomy).
-CASE_OPS = ("start", "case", "timing", "sample", "samples", "timed", "anatomy")
-
 # The statuses a worker reports for a case it ran: "ran" (its outputs await the checker), or
 # "fail" / "error" (the live process saw something wrong). "pass" is the checker's word alone.
 WORKER_STATUSES = ("ran", "fail", "error")
@@ -90,19 +79,6 @@ def result_form(result) -> bool:
         for k, v in result.items())
 
 
-def env_form(fields_: dict, extra: dict) -> bool:
-    """The environment told before the import ("env"): the device, versions and ceilings, and
-    the optional gpu_uuid and ceilings_note as text."""
-    return isinstance(fields_["device"], str) and isinstance(fields_["versions"], dict) \
-        and isinstance(fields_["ceilings"], (dict, type(None))) \
-        and all(isinstance(v, str) for v in extra.values())
-
-
-def sandbox_form(status) -> bool:
-    """The lockdown told before the import ("sandbox")."""
-    return isinstance(status, dict) and isinstance(status.get("filesystem_restricted"), bool)
-
-
 def timed_form(timing, error) -> bool:
     """A timed case's outcome ("timed"): a timing, or an error with a message (and a cheat or None).
     Whether a timing is in the worker's form the verdict checks (timing_form)."""
@@ -111,26 +87,185 @@ def timed_form(timing, error) -> bool:
         and isinstance(error.get("cheat"), (str, type(None))))
 
 
-def anatomy_form(anatomy) -> bool:
-    """A timed case's anatomy ("anatomy"): a dict, or None where it is switched off. Its contents
-    are advice, sanitized by grader.judge.kernel_anatomy, which believes none of them."""
-    return anatomy is None or isinstance(anatomy, dict)
-
-
-def announce_form(calls, sets) -> bool:
-    """A timing announced ("timing"): how many timed calls, over how many input sets."""
-    return isinstance(calls, int) and isinstance(sets, int) and calls >= 1 and sets >= 1
-
-
-def samples_form(samples, n_sets) -> bool:
-    """The kept timed outputs handed over ("samples"): a list of {call, set, file}; which calls
-    and sets they must be is the Referee's to check (it chose them)."""
-    return isinstance(samples, list) and all(isinstance(s, dict) for s in samples) and isinstance(n_sets, int)
-
-
 def baseline_form(value) -> bool:
     """The baseline's time the worker measured for a case's limit: a finite time, zero or more."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < math.inf
+
+
+def _written(record) -> dict:
+    """A record's fields as written: those left None only where their metadata says
+    `written_when_none`."""
+    return {f.name: getattr(record, f.name) for f in fields(record)
+            if getattr(record, f.name) is not None or f.metadata.get("written_when_none")}
+
+
+@dataclass(frozen=True)
+class Op:
+    """A request the worker sends on its line (grader.sandbox.worker_line.ParentLine.ask), one
+    JSON line {"op": OP, field: value, ...}, answered once by the Referee's `_on_<op>`. An
+    optional field left None is not sent, unless its metadata says `written_when_none`; a field
+    not sent reads back as its default (None for the others). `from_dict` gives the record, or
+    None for a request not in the form the worker sends (`in_form`): which requests come in turn
+    is the Referee's to judge, not the form's. Fields the op does not have are ignored."""
+
+    OP: ClassVar[str] = ""
+
+    def to_dict(self) -> dict:
+        return {"op": self.OP, **_written(self)}
+
+    @classmethod
+    def from_dict(cls, data) -> "Op | None":
+        if not isinstance(data, dict) or data.get("op") != cls.OP:
+            return None
+        record = cls(**{f.name: data.get(f.name, None if f.default is MISSING else f.default)
+                        for f in fields(cls)})
+        return record if record.in_form() else None
+
+    def in_form(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class KeyedOp(Op):
+    """An op of one planned case (whether its key is in the plan is the Referee's to check)."""
+    key: str
+
+    def in_form(self) -> bool:
+        return isinstance(self.key, str)
+
+
+@dataclass(frozen=True)
+class EnvOp(Op):
+    """The environment, told before the import: the device, versions and ceilings (measured now,
+    or cached), and the optional gpu_uuid and ceilings_note as text."""
+    OP: ClassVar[str] = "env"
+    device: str
+    versions: dict
+    ceilings: dict | None = field(metadata={"written_when_none": True})  # None: none measured
+    ceilings_measured: bool
+    gpu_uuid: str | None = None
+    ceilings_note: str | None = None
+
+    def in_form(self) -> bool:
+        return isinstance(self.device, str) and isinstance(self.versions, dict) \
+            and isinstance(self.ceilings, (dict, type(None))) \
+            and all(isinstance(v, (str, type(None))) for v in (self.gpu_uuid, self.ceilings_note))
+
+    def heard(self) -> dict:
+        """What the parent keeps of it: the four fields, and the optional ones that were told."""
+        return {k: v for k, v in asdict(self).items()
+                if v is not None or k not in ("gpu_uuid", "ceilings_note")}
+
+
+@dataclass(frozen=True)
+class SandboxOp(Op):
+    """The lockdown, told before the import (grader.sandbox.lockdown)."""
+    OP: ClassVar[str] = "sandbox"
+    status: dict
+
+    def in_form(self) -> bool:
+        return isinstance(self.status, dict) and isinstance(self.status.get("filesystem_restricted"), bool)
+
+
+@dataclass(frozen=True)
+class TimeOp(Op):
+    """Whether to time at all (no timing for a submission already wrong, unless --keep-going)."""
+    OP: ClassVar[str] = "time"
+
+
+@dataclass(frozen=True)
+class StartOp(KeyedOp):
+    """A phase of a case begins ("case" or "timing"); a case's start told again with the
+    baseline's time the worker measured asks for its limit. The Referee answers the deadline."""
+    OP: ClassVar[str] = "start"
+    phase: str = "case"
+    baseline_s: float | None = None
+
+    def in_form(self) -> bool:
+        # A timing's limit needs no baseline; a case's is worked out from a finite time. Another
+        # phase has a case's limit and no turn (as the Referee has always read it).
+        if self.phase == "timing":
+            return super().in_form() and self.baseline_s is None
+        return super().in_form() and (self.baseline_s is None or baseline_form(self.baseline_s))
+
+
+@dataclass(frozen=True)
+class CaseOp(KeyedOp):
+    """A case's result, for the checker's verdict (result_form)."""
+    OP: ClassVar[str] = "case"
+    result: dict
+
+    def in_form(self) -> bool:
+        return super().in_form() and result_form(self.result)
+
+
+@dataclass(frozen=True)
+class TimingOp(KeyedOp):
+    """A timing announced: how many timed calls, over how many input sets."""
+    OP: ClassVar[str] = "timing"
+    calls: int
+    sets: int
+
+    def in_form(self) -> bool:
+        return super().in_form() and isinstance(self.calls, int) and isinstance(self.sets, int) \
+            and self.calls >= 1 and self.sets >= 1
+
+
+@dataclass(frozen=True)
+class SampleOp(KeyedOp):
+    """A timed call made: whether to keep its outputs (the Referee chose which, in secret)."""
+    OP: ClassVar[str] = "sample"
+    call: int
+
+    def in_form(self) -> bool:
+        return super().in_form() and isinstance(self.call, int)
+
+
+@dataclass(frozen=True)
+class SamplesOp(KeyedOp):
+    """The kept timed outputs handed over: a list of {call, set, file}, the timing's method and
+    its number of input sets; which calls and sets they must be is the Referee's to check (it
+    chose them)."""
+    OP: ClassVar[str] = "samples"
+    samples: list
+    method: str | None
+    sets: int
+
+    def in_form(self) -> bool:
+        return super().in_form() and isinstance(self.samples, list) \
+            and all(isinstance(s, dict) for s in self.samples) and isinstance(self.sets, int)
+
+
+@dataclass(frozen=True)
+class TimedOp(KeyedOp):
+    """A timed case's outcome: a timing, or an error {message, cheat} (timed_form)."""
+    OP: ClassVar[str] = "timed"
+    timing: dict | None = None
+    error: dict | None = None
+
+    def in_form(self) -> bool:
+        return super().in_form() and timed_form(self.timing, self.error)
+
+
+@dataclass(frozen=True)
+class AnatomyOp(KeyedOp):
+    """A timed case's anatomy, after its final timing: a dict, or None where it is switched off.
+    Its contents are advice, sanitized by grader.judge.kernel_anatomy, which believes none of them."""
+    OP: ClassVar[str] = "anatomy"
+    anatomy: dict | None = field(default=None, metadata={"written_when_none": True})
+
+    def in_form(self) -> bool:
+        return super().in_form() and isinstance(self.anatomy, (dict, type(None)))
+
+
+# The ops of the grade as a whole, in this order before any case ("env" and "sandbox", told
+# before the import; "time", whether to time at all) ...
+GRADE_OP_CLASSES = (EnvOp, SandboxOp, TimeOp)
+# ... and those of one planned case (its key must be in the plan), in the order a case's go.
+CASE_OP_CLASSES = (StartOp, CaseOp, TimingOp, SampleOp, SamplesOp, TimedOp, AnatomyOp)
+GRADE_OPS = tuple(cls.OP for cls in GRADE_OP_CLASSES)
+CASE_OPS = tuple(cls.OP for cls in CASE_OP_CLASSES)
+OPS = {cls.OP: cls for cls in GRADE_OP_CLASSES + CASE_OP_CLASSES}
 
 
 # ---- the events file ---------------------------------------------------------------------------
@@ -246,12 +381,7 @@ class Event:
     FORM: ClassVar[dict | None] = None
 
     def to_dict(self) -> dict:
-        out = {"type": self.TYPE}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None or f.metadata.get("written_when_none"):
-                out[f.name] = value
-        return out
+        return {"type": self.TYPE, **_written(self)}
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,17 @@ SAMPLED = 3  # timed calls per bench case whose outputs are verified
 # --keep-going): a wrong submission's verdict in seconds, with enough failures to diagnose.
 FAILURES_PER_TASK = 3
 
+# The forgery each op's request is named, out of turn or out of its op's form alike ("case" and
+# "sample" say more: Referee._case_out_of_turn, _on_sample).
+FORGED = {
+    "env": "the worker's environment told twice, late or malformed",
+    "sandbox": "the worker's lockdown told twice, late or malformed",
+    "timing": "timing of {key} announced twice or malformed",
+    "samples": "the kept timed outputs of {key} are not the ones the grader chose",
+    "timed": "the timing of {key} told twice, out of turn or malformed",
+    "anatomy": "the anatomy of {key} told twice, out of turn or malformed",
+}
+
 
 class Referee(threading.Thread):
     """The parent's end, serving one worker. `judge` has check_case(planned, result) and
@@ -130,37 +141,61 @@ class Referee(threading.Thread):
 
     # -- the answers -----------------------------------------------------------------------
     def answer(self, request: dict) -> dict | None:
+        """The answer to a request (None: a malformed request). Each is read with its op's record
+        (grader.sandbox.protocol); one not in its op's form gets `_out_of_form`'s answer."""
         op, key = request.get("op"), request.get("key")
         self.timeline.append((time.monotonic(), op, key))
         if op not in protocol.GRADE_OPS + protocol.CASE_OPS:
             return None
         if op not in protocol.GRADE_OPS and key not in self.plan:
             return None
-        return getattr(self, f"_on_{op}")(request, key)
+        record = protocol.OPS[op].from_dict(request)
+        if record is None:
+            return self._out_of_form(op, key, request)
+        return getattr(self, f"_on_{op}")(record)
 
-    def _limit_s(self, key: str, phase, baseline_s) -> float | None:
+    def _out_of_form(self, op: str, key, request: dict) -> dict | None:
+        """A request not in its op's form (the submission's, which shares the worker's process):
+        a forgery, named as its op's handler names one out of turn, and answered alike."""
+        if op == "start":
+            return None  # a malformed request
+        if op == "case":
+            result = request.get("result")
+            self.forgeries.append(self._case_out_of_turn(key, result) or (
+                # Only the checker says "pass", and the worker sends its result in one form.
+                f"a result for {key} that the worker never sends (status {str(result.get('status'))[:40]!r})"))
+            return {"ok": False, "stop": True}
+        if op == "sample":
+            return self._sample_refused(key, request.get("call"))
+        if op == "samples":
+            # The chosen calls first, as ever: sets that are not even a number leave the choice
+            # unreadable (a TypeError: a malformed request).
+            self._chosen_samples(key, request.get("method"), request.get("sets"))
+        return self._refused(op, key)
+
+    def _refused(self, op: str, key) -> dict:
+        self.forgeries.append(FORGED[op].format(key=key))
+        return {}
+
+    def _limit_s(self, key: str, phase, baseline_s) -> float:
         """The case's deadline, worked out here: the timing's, the cap until the baseline's time is
         known, then the case's own (a task's first case compiles: it gets more). A worker's
         claim of the baseline's time is bounded by the cap (CASE_CAP_S, or `--timeout`)."""
-        if phase == "timing":
-            return None if baseline_s is not None else timing_limit_s(self.case_cap_s)
+        if phase == "timing":  # told without a baseline's time (protocol.StartOp)
+            return timing_limit_s(self.case_cap_s)
         if baseline_s is None:
             return float(self.case_cap_s or CASE_CAP_S)
-        if not protocol.baseline_form(baseline_s):
-            return None
         task = self.plan[key].get("task")
         first = task not in self._limited_tasks
         self._limited_tasks.add(task)
         return case_limit_s(self.mode, first, float(baseline_s), self.case_cap_s)
 
-    def _on_start(self, request, key):
-        limit = self._limit_s(key, request.get("phase", "case"), request.get("baseline_s"))
-        if limit is None:
-            return None
-        if self._turns is not None and request.get("phase", "case") == "case" and not self._in_case:
+    def _on_start(self, start: protocol.StartOp):
+        key, phase = start.key, start.phase
+        limit = self._limit_s(key, phase, start.baseline_s)
+        if self._turns is not None and phase == "case" and not self._in_case:
             self._turns.case_begin()  # the case's clock starts once it has its turn
             self._in_case = True
-        phase = request.get("phase", "case")
         with self._lock:
             again = self.current is not None and (self.current["key"], self.current["phase"]) == (key, phase)
             if again:  # the limit, now known (the worker starts a case before it times the baseline)
@@ -177,34 +212,26 @@ class Referee(threading.Thread):
             self._timing_limits[key] = float(limit)
         return {"limit_s": limit}
 
-    def _on_env(self, request, key):
-        fields = {k: request.get(k) for k in ("device", "versions", "ceilings", "ceilings_measured")}
-        extra = {k: request[k] for k in ("gpu_uuid", "ceilings_note") if request.get(k) is not None}
-        if self.env is not None or len(self.timeline) > 1 or not protocol.env_form(fields, extra):
-            self.forgeries.append("the worker's environment told twice, late or malformed")
-            return {}
-        self.env = dict(fields, **extra)
+    def _on_env(self, env: protocol.EnvOp):
+        if self.env is not None or len(self.timeline) > 1:
+            return self._refused("env", None)
+        self.env = env.heard()
         self.look_at_gpu("env")  # the ceilings were measured just now
         return {}
 
-    def _on_sandbox(self, request, key):
-        status = request.get("status")
+    def _on_sandbox(self, sandbox: protocol.SandboxOp):
         # Second on the line, right after the environment.
-        if self.sandbox is not None or self.env is None or len(self.timeline) != 2 \
-                or not protocol.sandbox_form(status):
-            self.forgeries.append("the worker's lockdown told twice, late or malformed")
-            return {}
-        self.sandbox = status
+        if self.sandbox is not None or self.env is None or len(self.timeline) != 2:
+            return self._refused("sandbox", None)
+        self.sandbox = sandbox.status
         return {}
 
-    def _on_timed(self, request, key):
-        timing, error = request.get("timing"), request.get("error")
+    def _on_timed(self, timed: protocol.TimedOp):
+        key, timing, error = timed.key, timed.timing, timed.error
         # After the case's timing started; a timing also only once its kept outputs came.
-        in_flight = key in self._timing_started
-        well_formed = protocol.timed_form(timing, error) and (timing is None or key in self.timed)
-        if key in self.timing_reports or not in_flight or not well_formed:
-            self.forgeries.append(f"the timing of {key} told twice, out of turn or malformed")
-            return {}
+        in_flight = key in self._timing_started and (timing is None or key in self.timed)
+        if key in self.timing_reports or not in_flight:
+            return self._refused("timed", key)
         if timing is not None:
             self.look_at_gpu("timed")
             if key not in self.retimed and self._retime(key, timing):
@@ -215,13 +242,12 @@ class Referee(threading.Thread):
             self._case_over(key)
         return {}
 
-    def _on_anatomy(self, request, key):
+    def _on_anatomy(self, told: protocol.AnatomyOp):
         # Once per timed case, right after its final timing; attached to the timing as heard.
-        anatomy = request.get("anatomy")
+        key, anatomy = told.key, told.anatomy
         report = self.timing_reports.get(key) or {}
-        if "timing" not in report or key in self._anatomies or not protocol.anatomy_form(anatomy):
-            self.forgeries.append(f"the anatomy of {key} told twice, out of turn or malformed")
-            return {}
+        if "timing" not in report or key in self._anatomies:
+            return self._refused("anatomy", key)
         self._anatomies.add(key)
         if anatomy is not None:
             report["timing"] = dict(report["timing"], anatomy=anatomy)
@@ -262,22 +288,22 @@ class Referee(threading.Thread):
         self.progress({"type": "start", "key": key, "phase": "timing", "again": True})
         return True
 
-    def _on_case(self, request, key):
-        result = request.get("result")
+    def _case_out_of_turn(self, key: str, result) -> str | None:
+        """Why a case's result comes out of turn: a second one (or none at all), or one for
+        another case than the one being run."""
         if key in self.verdicts or not isinstance(result, dict):
-            self.forgeries.append(f"a second result for {key}")
-            return {"ok": False, "stop": True}
+            return f"a second result for {key}"
         with self._lock:
             current = self.current
         if current is None or (current["key"], current["phase"]) != (key, "case"):
-            self.forgeries.append(f"a result for {key}, which was not the case being run")
-            return {"ok": False, "stop": True}
-        if not protocol.result_form(result):
-            # Only the checker says "pass", and the worker sends its result in one form: a message
-            # from the worker's end that does not was written by the submission, which shares the
-            # worker's process.
-            self.forgeries.append(f"a result for {key} that the worker never sends "
-                                  f"(status {str(result.get('status'))[:40]!r})")
+            return f"a result for {key}, which was not the case being run"
+        return None
+
+    def _on_case(self, case: protocol.CaseOp):
+        key, result = case.key, case.result
+        out_of_turn = self._case_out_of_turn(key, result)
+        if out_of_turn:
+            self.forgeries.append(out_of_turn)
             return {"ok": False, "stop": True}
         # Which case it is comes from the plan, never from the worker's message.
         planned = self.plan[key]
@@ -309,7 +335,7 @@ class Referee(threading.Thread):
         self.progress({"type": "case", "key": key, "status": verdict.get("status")})
         return {"ok": ok, "stop": stop, "skip_task": skip_task}
 
-    def _on_time(self, request, key):
+    def _on_time(self, time_op: protocol.TimeOp):
         failed = [k for k, v in self.verdicts.items() if v.get("status") != "pass"]
         go = self.keep_going or not failed
         self.timing_skipped = not go
@@ -335,11 +361,10 @@ class Referee(threading.Thread):
             self._timing_held = False
             self._turns.timing_end()
 
-    def _on_timing(self, request, key):
-        calls, sets = request.get("calls"), request.get("sets")
-        if key in self._chosen or not protocol.announce_form(calls, sets):
-            self.forgeries.append(f"timing of {key} announced twice or malformed")
-            return {}
+    def _on_timing(self, timing: protocol.TimingOp):
+        key, calls, sets = timing.key, timing.calls, timing.sets
+        if key in self._chosen:
+            return self._refused("timing", key)
         self._timing_calls[key] = calls
         picked = self._random.sample(range(calls), min(self.sampled, calls))
         self._chosen[key] = {call: self._random.randrange(sets) for call in picked}
@@ -349,29 +374,33 @@ class Referee(threading.Thread):
         self._change_keys[key] = [self._random.getrandbits(63)]
         return {"change_key": self._change_keys[key][0]}
 
-    def _on_sample(self, request, key):
-        call = request.get("call")
+    def _on_sample(self, sample: protocol.SampleOp):
+        key, call = sample.key, sample.call
         asked = self._asked.get(key)
-        if asked is None or not isinstance(call, int) or call in asked:
-            self.forgeries.append(f"timed call {call} of {key} asked about twice, or out of turn")
-            return {"set": None}
+        if asked is None or call in asked:
+            return self._sample_refused(key, call)
         asked.add(call)
         self._change_keys[key].append(self._random.getrandbits(63))
         return {"set": self._chosen[key].get(call), "change_key": self._change_keys[key][-1]}
 
-    def _on_samples(self, request, key):
-        samples, method = request.get("samples"), request.get("method")
+    def _chosen_samples(self, key: str, method, n_sets) -> set:
+        """The (call, set) of each kept timed output the worker must hand over: the calls chosen
+        and asked about. Call by call, a call runs on its own set (call % sets); a graph replay
+        runs them all and the parent chose which set's outputs to keep."""
         chosen = self._chosen.get(key, {})
         asked = self._asked.get(key, set())
-        n_sets = request.get("sets")
-        # Call by call, a call runs on its own set (call % sets); a graph replay runs them all and
-        # the parent chose which set's outputs to keep.
-        expected = {(call, s if method == "cuda_graph" else call % max(1, n_sets or 1))
-                    for call, s in chosen.items() if call in asked}
-        if not protocol.samples_form(samples, n_sets) or \
-                {(s.get("call"), s.get("set")) for s in samples} != expected or len(samples) != len(expected):
-            self.forgeries.append(f"the kept timed outputs of {key} are not the ones the grader chose")
-            return {}
+        return {(call, s if method == "cuda_graph" else call % max(1, n_sets or 1))
+                for call, s in chosen.items() if call in asked}
+
+    def _sample_refused(self, key: str, call) -> dict:
+        self.forgeries.append(f"timed call {call} of {key} asked about twice, or out of turn")
+        return {"set": None}
+
+    def _on_samples(self, handed: protocol.SamplesOp):
+        key, samples, method, n_sets = handed.key, handed.samples, handed.method, handed.sets
+        expected = self._chosen_samples(key, method, n_sets)
+        if {(s.get("call"), s.get("set")) for s in samples} != expected or len(samples) != len(expected):
+            return self._refused("samples", key)
         self.timed.add(key)
         failure = self._judge("check_samples", key, self.plan[key], samples, method, n_sets,
                               self._change_keys.get(key))

@@ -168,7 +168,7 @@ def main(request_path: str) -> int:
         env["ceilings_note"] = note
     # Told to the parent on the line before the submission is imported: the events file is open
     # to the submission later, the line's past is not, and the roofline floor rests on these.
-    line.ask("env", **env)
+    line.ask(protocol.EnvOp(**env))
     reporter.emit(protocol.Env(env))
 
     kata = load_kata(Path(request.kata_dir))
@@ -185,7 +185,7 @@ def main(request_path: str) -> int:
     snapshot.watch("the worker's line to the grader", line)
     snapshot.watch("the worker's events file", reporter)
     sandbox = _lock_down(request, device)
-    line.ask("sandbox", status=sandbox)  # before the import, like the environment
+    line.ask(protocol.SandboxOp(sandbox))  # before the import, like the environment
     reporter.emit(protocol.Sandbox(sandbox))
     try:
         module = load_submission(submission)
@@ -212,33 +212,33 @@ def main(request_path: str) -> int:
             # The case's turn on the GPU starts before the baseline is run to set its limit: a
             # grade timing beside this one (selftest) must not share the GPU with it either. The
             # limit is the parent's to set (grader.sandbox.referee), from the baseline's time.
-            line.ask("start", key=planned["key"], phase="case")
+            line.ask(protocol.StartOp(planned["key"], "case"))
             if not warm_up:
-                line.ask("start", key=planned["key"], phase="case", baseline_s=runner.baseline_s(planned))
+                line.ask(protocol.StartOp(planned["key"], "case", baseline_s=runner.baseline_s(planned)))
             result = runner.run_case(planned)
             if result["status"] != "ran":
                 failed_tasks.add(planned["task"])
             reporter.emit(protocol.Case(planned["key"], result))
-            answer = line.ask("case", key=planned["key"], result=result)
+            answer = line.ask(protocol.CaseOp(planned["key"], result))
             runner.release(result.get("outputs") or {})
             if answer.get("stop"):
                 break
             if answer.get("skip_task"):  # never with --keep-going, so nothing is timed after it
                 given_up.add(planned["task"])
         # Correctness first: a submission that is already wrong is not timed (unless asked).
-        if device == "cuda" and line.ask("time").get("time"):
+        if device == "cuda" and line.ask(protocol.TimeOp()).get("time"):
             budget_ms = sizing.case_budget_ms(sum(1 for p in plan if p["bench"] and p["task"] not in failed_tasks))
             for planned in plan:
                 if planned["bench"] and planned["task"] not in failed_tasks:
                     reporter.emit(protocol.Start(planned["key"], "timing"))
-                    limit_s = line.ask("start", key=planned["key"], phase="timing").get("limit_s")
+                    limit_s = line.ask(protocol.StartOp(planned["key"], "timing")).get("limit_s")
                     # Each outcome goes to the parent on the line first: the events file is open
                     # to the submission, which could rewrite an earlier case's timing there.
                     try:
                         started = time.perf_counter()
                         timing = runners[planned["task"]].time_case(planned, line, budget_ms, limit_s)
                         # A timing the parent finds suspect is timed again before it names anything.
-                        while line.ask("timed", key=planned["key"], timing=timing).get("again"):
+                        while line.ask(protocol.TimedOp(planned["key"], timing=timing)).get("again"):
                             # Under the first timing's conditions: it followed a pause (the checked
                             # calls, the parent's checks), so a stall a pause sets off shows again.
                             time.sleep(RETIME_PAUSE_S)
@@ -246,7 +246,7 @@ def main(request_path: str) -> int:
                             timing = runners[planned["task"]].time_case(planned, line, budget_ms, limit_s)
                     except CaseProblem as problem:
                         error = {"message": problem.message, "cheat": problem.cheat}
-                        line.ask("timed", key=planned["key"], error=error)
+                        line.ask(protocol.TimedOp(planned["key"], error=error))
                         reporter.emit(protocol.TimingError(planned["key"], **error))
                         continue
                     except (TamperingError, FatalCudaError, ParentGone):
@@ -256,13 +256,13 @@ def main(request_path: str) -> int:
                         if is_cuda_fault(exc):
                             raise FatalCudaError(text) from None
                         error = {"message": f"failed while being timed:\n{text}", "cheat": None}
-                        line.ask("timed", key=planned["key"], error=error)
+                        line.ask(protocol.TimedOp(planned["key"], error=error))
                         reporter.emit(protocol.TimingError(planned["key"], **error))
                         continue
                     # Then the anatomy of the final timing (advice only), within the timing's limit.
                     found = runners[planned["task"]].anatomy_of(planned, timing["time_ms"], limit_s,
                                                                 time.perf_counter() - started)
-                    line.ask("anatomy", key=planned["key"], anatomy=found)
+                    line.ask(protocol.AnatomyOp(planned["key"], found))
                     if found is not None:
                         timing = dict(timing, anatomy=found)
                     reporter.emit(protocol.Timing(planned["key"], timing))

@@ -2,8 +2,8 @@
 
 The worker asks, the parent decides (grader.sandbox.referee): it announces each case, hands over
 its outputs and waits for the verdict, asks whether to time at all, and during timing asks after
-every call whether to keep its outputs. Nothing here decides anything; the forms of what it
-sends are grader.sandbox.protocol's.
+every call whether to keep its outputs. Nothing here decides anything; what it sends are the
+ops of grader.sandbox.protocol, each a record in the one form the parent accepts.
 """
 
 from __future__ import annotations
@@ -11,22 +11,28 @@ from __future__ import annotations
 import json
 import socket
 
+from grader.sandbox import protocol
+
 
 class ParentGone(Exception):
     """The parent closed the line: stop at once."""
 
 
 class ParentLine:
-    """The worker's end: ask(op, **fields) -> the parent's answer (a dict)."""
+    """The worker's end: ask(op) -> the parent's answer (a dict)."""
 
     def __init__(self, fd: int):
         self._sock = socket.socket(fileno=fd)
         self._reader = self._sock.makefile("rb")
         self._writer = self._sock.makefile("wb")
 
-    def ask(self, op: str, **fields) -> dict:
+    def ask(self, op: protocol.Op | str, **fields) -> dict:
+        """Sends an op (a record of grader.sandbox.protocol) and waits for the answer. A name and
+        fields instead go as they are, in whatever form: what the submission, which shares this
+        process, can always write on the line (the tests play it so). The worker sends records."""
+        request = op.to_dict() if isinstance(op, protocol.Op) else {"op": op, **fields}
         try:
-            self._writer.write((json.dumps({"op": op, **fields}, default=str) + "\n").encode())
+            self._writer.write((json.dumps(request, default=str) + "\n").encode())
             self._writer.flush()
             line = self._reader.readline()
         except OSError as exc:
@@ -44,7 +50,7 @@ class ParentSampler:
         self._next_key: int | None = None
 
     def begin(self, calls: int, n_sets: int) -> None:
-        self._next_key = self.line.ask("timing", key=self.key, calls=calls, sets=n_sets).get("change_key")
+        self._next_key = self.line.ask(protocol.TimingOp(self.key, calls, n_sets)).get("change_key")
 
     def change_key(self) -> int:
         """The key of the next call's input change: the parent sent it with its last answer."""
@@ -54,7 +60,7 @@ class ParentSampler:
         return key
 
     def keep(self, call: int) -> int | None:
-        answer = self.line.ask("sample", key=self.key, call=call)
+        answer = self.line.ask(protocol.SampleOp(self.key, call))
         self._next_key = answer.get("change_key")
         return answer.get("set")
 
