@@ -38,11 +38,45 @@ LAUNCH = '''
 def cumsum(x):
     m, n = x.shape
     out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    kernel[(m,)](x, out, n, x.stride(0), out.stride(0), BLOCK={block}, num_warps={warps})
+    kernel[(m,)](x, out, n, x.stride(0), out.stride(0), BLOCK={block}, num_warps={warps}{extra})
     return out
 '''
 
 CANDIDATES = {
+    # A scanned column broadcast against a tile loaded column-major through a block pointer: the
+    # pattern of triton-lang/triton#7817 (open; an assertion in the scan's lowering, surfaced as
+    # "PassManager::run failed"). Its contribution is zero, so the kernel stays correct.
+    "scan_column_times_tile": ('''
+@triton.jit
+def kernel(x_ptr, out_ptr, n, xs, os, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    carry = 0.0
+    tile_ptr = tl.make_block_ptr(base=x_ptr + row * xs, shape=(1, n), strides=(xs, 1), offsets=(0, 0),
+                                 block_shape=(16, 16), order=(0, 1))
+    tile = tl.load(tile_ptr, boundary_check=(0, 1), padding_option="zero").to(tl.float32)
+    column = tl.cumsum(tl.zeros([16, 1], dtype=tl.float32), axis=0)
+    nothing = tl.sum(tl.sum(column * tile, axis=1), axis=0)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + row * xs + cols, mask=cols < n, other=0).to(tl.float32)
+        s = tl.cumsum(v, 0) + carry + nothing
+        tl.store(out_ptr + row * os + cols, s.to(out_ptr.dtype.element_ty), mask=cols < n)
+        carry += tl.sum(v, 0)
+''', {"block": 1024, "warps": 4}),
+    # A plain row scan launched on a cluster of two CTAs (Hopper): the pattern of
+    # triton-lang/triton#11829 (open; the scan's lowering asserts under num_ctas > 1).
+    "scan_two_ctas": ('''
+@triton.jit
+def kernel(x_ptr, out_ptr, n, xs, os, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    carry = 0.0
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + row * xs + cols, mask=cols < n, other=0).to(tl.float32)
+        s = tl.cumsum(v, 0) + carry
+        tl.store(out_ptr + row * os + cols, s.to(out_ptr.dtype.element_ty), mask=cols < n)
+        carry += tl.sum(v, 0)
+''', {"block": 1024, "warps": 4, "extra": ", num_ctas=2"}),
     # A 2-D block scanned along axis 1, then the row's last column taken with a reduction.
     "scan_2d_axis1": ('''
 @triton.jit
@@ -130,7 +164,7 @@ def main(out: Path) -> int:
     summary = []
     for name, (kernel, launch) in CANDIDATES.items():
         path = out / f"{name}.py"
-        path.write_text(HEADER + kernel + LAUNCH.format(**launch))
+        path.write_text(HEADER + kernel + LAUNCH.format(**dict({"extra": ""}, **launch)))
         done = subprocess.run([sys.executable, "-m", "grader", "grade", str(path), "--kata", "prefix_sum",
                                "--gpu", "--no-record", "--json", "--fail-fast"], cwd=ROOT,
                               capture_output=True, text=True, timeout=300)
