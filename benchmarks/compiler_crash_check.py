@@ -45,7 +45,8 @@ def cumsum(x):
 CANDIDATES = {
     # A scanned column broadcast against a tile loaded column-major through a block pointer: the
     # pattern of triton-lang/triton#7817 (open; an assertion in the scan's lowering, surfaced as
-    # "PassManager::run failed"). Its contribution is zero, so the kernel stays correct.
+    # "PassManager::run failed"). Its contribution is zero, so the kernel stays correct. Block
+    # pointers exist in triton 3.6 (the GPU machines), not in 3.9.
     "scan_column_times_tile": ('''
 @triton.jit
 def kernel(x_ptr, out_ptr, n, xs, os, BLOCK: tl.constexpr):
