@@ -489,3 +489,34 @@ def test_physical_cores_groups_hyper_threads():
     assert _cpu_list("0-3,8\n") == [0, 1, 2, 3, 8] and _cpu_list("5") == [5]
     cores = physical_cores()
     assert sorted(c for core in cores for c in core) == sorted(os.sched_getaffinity(0))
+
+
+def test_per_submission_caches_unused_for_weeks_are_removed_and_the_one_in_use_kept(tmp_path, monkeypatch):
+    from grader.batch import engine
+
+    root = tmp_path / "kata-batch"
+    old, recent, in_use = root / "old", root / "recent", root / "in_use"
+    for folder in (old, recent, in_use):
+        (folder / "kernel").mkdir(parents=True)
+    now = 1_000 * 86400.0
+    os.utime(old, (now - 30 * 86400, now - 30 * 86400))
+    os.utime(recent, (now - 2 * 86400, now - 2 * 86400))
+    os.utime(in_use, (now - 60 * 86400, now - 60 * 86400))
+    assert engine.prune_batch_caches(root, keep=in_use, now=now) == [old]
+    assert not old.exists() and recent.exists() and in_use.exists()
+    monkeypatch.setenv("KATA_BATCH_CACHE_DAYS", "1")
+    assert engine.prune_batch_caches(root, keep=in_use, now=now) == [recent]
+    assert engine.prune_batch_caches(tmp_path / "missing", now=now) == []
+
+
+def test_a_batch_grade_touches_its_cache_and_prunes_the_stale_ones(tmp_path, monkeypatch):
+    from grader.batch import engine
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton" / "cache"))
+    stale = tmp_path / "triton" / "kata-batch" / "stale"
+    stale.mkdir(parents=True)
+    os.utime(stale, (0, 0))
+    with engine.private_compiler_cache("ab" * 32):
+        mine = Path(os.environ["TRITON_CACHE_DIR"])
+        assert mine.parent == tmp_path / "triton" / "kata-batch" and mine.is_dir()
+    assert not stale.exists() and os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "triton" / "cache")

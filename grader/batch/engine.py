@@ -19,6 +19,7 @@ import hashlib
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import tempfile
 import time
@@ -134,13 +135,51 @@ def batch_cache_dir(sha256: str) -> Path:
     return Path(shared).parent / "kata-batch" / sha256[:32]
 
 
+# A submission's cache not used for this long is removed when a batch next grades on the machine
+# (KATA_BATCH_CACHE_DAYS): the folder would otherwise grow by one cache per submission, forever.
+CACHE_DAYS = 14.0
+
+
+def prune_batch_caches(root: Path, keep: Path | None = None, now: float | None = None) -> list[Path]:
+    """Remove the per-submission caches under root (kata-batch/) last used over
+    KATA_BATCH_CACHE_DAYS days ago; never `keep`. Returns what was removed. A cache in use was
+    touched when its grade began, so it is never the one removed."""
+    try:
+        days = float(os.environ.get("KATA_BATCH_CACHE_DAYS", CACHE_DAYS))
+    except ValueError:
+        days = CACHE_DAYS
+    cutoff = (time.time() if now is None else now) - days * 86400
+    removed = []
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            stale = entry.is_dir() and entry != keep and entry.stat().st_mtime < cutoff
+        except OSError:
+            continue
+        if stale:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
 @contextlib.contextmanager
 def private_compiler_cache(sha256: str):
     """Triton's cache for this grade only: a shared one would hand each candidate what the ones
     graded before compiled (their kernels' IR and cubins; Triton 3.9+ keeps their source), and
-    the sandbox lets a grade read its compiler cache (docs/SCORING.md, "The sandbox")."""
+    the sandbox lets a grade read its compiler cache (docs/SCORING.md, "The sandbox"). It is
+    touched as it is used; the others left unused for KATA_BATCH_CACHE_DAYS are removed."""
     before = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(batch_cache_dir(sha256))
+    cache = batch_cache_dir(sha256)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        os.utime(cache)
+    except OSError:
+        pass  # Triton makes it, or says why it cannot
+    prune_batch_caches(cache.parent, keep=cache)
+    os.environ["TRITON_CACHE_DIR"] = str(cache)
     try:
         yield
     finally:
