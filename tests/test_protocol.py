@@ -5,6 +5,7 @@ uses is one the protocol names and the Referee answers."""
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import math
 from pathlib import Path
@@ -209,3 +210,18 @@ def test_a_request_of_another_op_or_none_at_all_is_no_record():
 
 def test_every_malformed_op_is_tested_above():
     assert {r["op"] for r in MALFORMED} == set(protocol.OPS) - {"time"}  # "time" has no fields
+
+
+def test_every_record_the_worker_builds_takes_the_arguments_it_is_given():
+    # The worker's timing path runs only on a GPU: a record built there with a field it lacks
+    # would fail every GPU grade's timing and no CPU grade. Each call site is bound against its
+    # record's signature, and each event the worker writes against its event's.
+    sites = [c for m in ("worker.py", "case_runner.py", "worker_line.py") for c in _calls("ask", m)]
+    sites += _calls("emit", "worker.py")
+    built = [c.args[0] for c in sites if isinstance(c.args[0], ast.Call)]
+    assert len(built) == len(sites) >= 15
+    for call in built:
+        cls = getattr(protocol, call.func.attr)
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            continue  # protocol.EnvOp(**env): bound by the round trips above
+        inspect.signature(cls).bind(*call.args, **{k.arg: k.value for k in call.keywords})
