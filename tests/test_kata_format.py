@@ -457,17 +457,23 @@ def test_a_norm_compared_output_parses_with_its_tolerance_per_case():
     assert task.tolerance("bfloat16", out).rtol == out.norm  # no case: as written
 
 
-def test_the_checker_compares_a_norm_output_as_a_whole():
+def _norm_output_checker():
+    """A CPU checker, the Newton-Schulz task, a float64 truth with a noise direction, its inputs
+    and the normwise tolerance of its small case."""
     import torch
 
     from grader.judge.checker import Checker
-    task = _newton_schulz_example()
     checker = Checker.__new__(Checker)
     checker.device = "cpu"
     truth = torch.randn(64, 96, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     noise = torch.randn(64, 96, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    inputs = {"g": truth.float(), "steps": 5}
-    tol = 0.01 + 0.1 + 0.3 / 64
+    return _newton_schulz_example(), checker, truth, noise, {"g": truth.float(), "steps": 5}, 0.01 + 0.1 + 0.3 / 64
+
+
+def test_the_checker_compares_a_norm_output_as_a_whole():
+    import torch
+
+    task, checker, truth, noise, inputs, tol = _norm_output_checker()
 
     def saved(rel):
         return {"out": [(truth + rel * noise * truth.norm() / noise.norm()).to(torch.bfloat16)]}
@@ -614,14 +620,7 @@ def test_every_timed_rows_task_can_ask_its_spec_for_rows():
 def test_the_checker_reports_the_tolerance_used_per_output():
     import torch
 
-    from grader.judge.checker import Checker
-    task = _newton_schulz_example()
-    checker = Checker.__new__(Checker)
-    checker.device = "cpu"
-    truth = torch.randn(64, 96, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    noise = torch.randn(64, 96, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    inputs = {"g": truth.float(), "steps": 5}
-    tol = 0.01 + 0.1 + 0.3 / 64
+    task, checker, truth, noise, inputs, tol = _norm_output_checker()
     got = (truth + 0.5 * tol * noise * truth.norm() / noise.norm()).to(torch.bfloat16)
     verdict = checker.compare(task, inputs, {"out": [got]}, "small", (truth,))
     assert verdict["ok"] and verdict["tolerance_used"]["out"] == pytest.approx(0.5, rel=0.02)
