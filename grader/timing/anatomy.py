@@ -18,7 +18,10 @@ The GPU-only part is `profile_call`; what it gathers is turned into the report b
 from __future__ import annotations
 
 import contextlib
+import json
 import re
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -278,12 +281,6 @@ def profile_call(fn, args, dump_dir: Path | None = None, label: str = "case") ->
 def _profile_with_proton(fn, args) -> dict | None:
     """The call under proton's CUPTI backend; None where proton cannot start, fails, or saw no
     kernel of a call that launched some (the caller then uses Kineto)."""
-    import json
-    import shutil
-    import tempfile
-
-    import torch
-
     try:
         import triton.profiler as proton
     except ImportError:
@@ -292,22 +289,17 @@ def _profile_with_proton(fn, args) -> dict | None:
     try:
         _flush_l2()
         with recording_launches() as seen:
-            session = proton.start(str(folder / "call"), backend="cupti")
-            if session is None:
+            if proton.start(str(folder / "call"), backend="cupti") is None:
                 return None
             try:
-                started = time.perf_counter()
-                fn(*args)
-                torch.cuda.synchronize()
-                call_us = (time.perf_counter() - started) * 1e6
+                call_us = _call_us(fn, args)
             finally:
                 proton.finalize()
         written = next(folder.glob("call*"), None)
         events = proton_events(json.loads(written.read_text())) if written else []
         if not events and seen:
             return None
-        launches = [kernel_facts(kernel, grid) for kernel, grid in seen if kernel is not None]
-        return dict(assemble(launches, events, call_us, _this_device()), profiler="proton")
+        return _anatomy(seen, events, call_us, "proton")
     except Exception:  # noqa: BLE001 - proton's own failure: Kineto is tried instead
         return None
     finally:
@@ -317,7 +309,6 @@ def _profile_with_proton(fn, args) -> dict | None:
 def _profile_with_kineto(fn, args, dump_dir: Path | None, label: str) -> dict:
     """The call under PyTorch's profiler (Kineto): the CUDA activity, and the CPU's too for
     `--profile`'s Chrome trace."""
-    import torch
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CUDA] + ([ProfilerActivity.CPU] if dump_dir else [])
@@ -327,18 +318,31 @@ def _profile_with_kineto(fn, args, dump_dir: Path | None, label: str) -> dict:
         _flush_l2()
         with profile(activities=activities) as prof:
             with recording_launches() as seen:
-                started = time.perf_counter()
-                fn(*args)
-                torch.cuda.synchronize()
-                call_us = (time.perf_counter() - started) * 1e6
+                call_us = _call_us(fn, args)
         events = gpu_events(prof.profiler.kineto_results.events())
         if events or not seen:
             break  # else the profiler's first session in a process saw nothing: once more
-    launches = [kernel_facts(kernel, grid) for kernel, grid in seen if kernel is not None]
-    found = dict(assemble(launches, events, call_us, _this_device()), profiler="kineto")
+    found = _anatomy(seen, events, call_us, "kineto")
     if dump_dir is not None:
         found["files"] = _dump(prof, seen, found, Path(dump_dir), label)
     return found
+
+
+def _call_us(fn, args) -> float:
+    """fn(*args) and the GPU's work it queued, in microseconds of wall time."""
+    import torch
+
+    started = time.perf_counter()
+    fn(*args)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - started) * 1e6
+
+
+def _anatomy(seen: list[tuple], events: list[dict], call_us: float, profiler: str) -> dict:
+    """The recorded launches' facts matched to the profiler's events (assemble), and whose
+    events they are."""
+    launches = [kernel_facts(kernel, grid) for kernel, grid in seen if kernel is not None]
+    return dict(assemble(launches, events, call_us, _this_device()), profiler=profiler)
 
 
 def _flush_l2() -> None:

@@ -39,7 +39,6 @@ import torch
 import triton.testing
 
 from grader.timing.ceilings import floor_ms  # noqa: F401 - the timer's callers import it from here
-from grader.timing.evidence import SLOW_FIRST_FACTOR, SLOW_FIRST_MIN_MS, slow_first  # noqa: F401
 from grader.timing.host_syncs import HostSyncs, watched
 from grader.timing import sizing
 from grader.timing.perturb import Perturber, change_call, seeded_keys, tensors
@@ -336,12 +335,6 @@ def time_pair(submission, baseline, make_args, *, seed: int, launch_log=None,
         warmup_ms=warmup_ms, n_sets=len(sets), checked=sub_side.checked,
         host_syncs=getattr(sub_side, "host_syncs", None),
     )
-
-
-def slow_first_calls(timing: Timing) -> str | None:
-    """A cheat's tell: first calls far slower than the rest (grader.timing.evidence.slow_first;
-    the parent judges it, and names it only when a second timing shows it again)."""
-    return slow_first(timing.warmup_ms, timing.time_ms)
 
 
 def held_median_ms(fn, rep_ms: float = 100.0, warmup_ms: float = 25.0) -> float:
