@@ -18,20 +18,25 @@
 #              liger_kernel, flag_gems, sqlalchemy and greenlet wheels for Python 3.12
 #   envelope   the honest-error envelope on the GPU: bfloat16, fp8 and the large cases (issue 32)
 #   crash      compiler-crash candidates (issue 35)
-# Each part writes OUT_DIR/PART.txt and prints its last lines.
+#   crashers   the two honest panel variants that failed to compile on an H200, graded by the
+#              CLI with --json: their diagnoses and the compiler's own last lines (issues 32, 35)
+#   retest     the tests/gpu tests changed or not reached on 2026-11-29's second run
+# Each part writes OUT_DIR/PART.txt and prints its last lines. PART_TIMEOUT_S (default 590) cuts a
+# part with SIGINT, so pytest still prints the failures it has seen.
 set -uo pipefail
 out=${1:?OUT_DIR}; part=${2:?PART}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 log="$out/$part.txt"
-pytest_() { python3 -m pytest -q -rA -p no:cacheprovider "$@"; }
+cut=(timeout -s INT -k 20 "${PART_TIMEOUT_S:-590}")
+pytest_() { "${cut[@]}" python3 -m pytest -q -rA -p no:cacheprovider "$@"; }
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"
 } > "$log" 2>&1
 case "$part" in
-  selftest) python3 -m grader selftest --gpu >> "$log" 2>&1 ;;
+  selftest) "${cut[@]}" python3 -m grader selftest --gpu >> "$log" 2>&1 ;;
   fair) pytest_ tests/gpu/test_gpu_cheats.py tests/gpu/test_gpu_shared.py tests/gpu/test_gpu_slow_not_hung.py \
           tests/gpu/test_gpu_sandbox.py tests/gpu/test_gpu_launch_paths.py >> "$log" 2>&1 ;;
   grading) pytest_ tests/gpu/test_gpu_grading.py tests/gpu/test_gpu_wrong.py tests/gpu/test_gpu_torch_compute.py \
@@ -46,6 +51,17 @@ case "$part" in
             PYTHONPATH=/tmp/site pytest_ tests/external >> "$log" 2>&1 ;;
   envelope) python3 benchmarks/honest_envelope.py --mode gpu --seeds 1 --cases checked --budget-s 270 \
               --out "$out/h200-honest-envelope.json" >> "$log" 2>&1 ;;
+  crashers) for spec in prefix_sum:prefix_sum_two_level_tile:long_rows matmul_lowp:matmul_lowp_grouped_kmajor:extremes; do
+              IFS=: read -r kata file case <<< "$spec"
+              "${cut[@]}" python3 -m grader grade "tests/honest/$file.py" --kata "$kata" --gpu --no-record --json \
+                --case "$case" > "$out/$file.json" 2>> "$log"
+              python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["status"], r["diagnoses"]); [print(c["task"], c["name"], c["dtype"], c["status"], c.get("diagnosis"), c["message"][-3000:]) for c in (r.get("cases") or [c for t in r["tasks"] for c in t["cases"]]) if c["status"] not in ("pass","skipped")]' \
+                "$out/$file.json" >> "$log" 2>&1
+            done ;;
+  retest) pytest_ -vv tests/gpu/test_gpu_anatomy.py::test_register_spills tests/gpu/test_gpu_anatomy.py::test_low_occupancy \
+            tests/gpu/test_gpu_grading.py::test_a_blocking_copy_in_the_call_is_advice_with_its_line_and_never_a_fault \
+            tests/gpu/test_gpu_compile_ahead.py tests/gpu/test_gpu_transpose.py \
+            tests/gpu/test_gpu_slow_not_hung.py::test_compiling_and_autotuning_for_each_dtype_lengthen_the_cases_limit >> "$log" 2>&1 ;;
   crash) python3 benchmarks/compiler_crash_check.py "$out/compiler_crash" >> "$log" 2>&1 ;;
   *) echo "unknown part: $part" >&2; exit 2 ;;
 esac

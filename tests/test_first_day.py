@@ -189,6 +189,11 @@ def test_a_compiler_message_is_diagnosed_compiler_error():
     assert "not necessarily a bug in your code" in found.message and "num_warps" in found.advice
     mine = "vector_add raised an exception:\nRuntimeError: my own PassManager wrapper failed"
     assert from_message(mine, "error") == Diagnosis("exception", "vector_add raised an exception:")
+    # How an honest scan kernel's crash ended on an H200 (triton 3.6): MLIR's crash reproducer.
+    reproduced = ("cumsum raised an exception:\nTraceback (your code only):\n  ...\nRuntimeError: "
+                  "... reproducer generated at `std::errs, please share the reproducer above with "
+                  "Triton project.`")
+    assert from_message(reproduced, "error").code == "compiler_error"
 
 
 def test_a_compiler_crash_is_named_with_the_failing_pass():
@@ -207,6 +212,24 @@ def test_a_compiler_crash_is_named_with_the_failing_pass():
     assert failed[0].message.count("Pipeline failed while executing") == 1  # each line once
     shown = ANSI.sub("", format_result(result))
     assert "compiler_error" in shown and "Pipeline failed while executing" in shown
+
+
+def test_an_error_raised_from_another_shows_the_reason_it_was_raised_from(tmp_path):
+    # Triton 3.6's CompilationError points at the kernel's line and keeps the frontend's reason
+    # in the error it was raised from: the reason is what the learner needs.
+    from grader.grading.runner import grade
+    solution = tmp_path / "solution.py"
+    solution.write_text(
+        "def vector_add(x, y):\n    try:\n"
+        "        raise AssertionError('expected accumulator dtype fp32, got int32; pass out_dtype=int32')\n"
+        "    except AssertionError as e:\n"
+        "        raise RuntimeError('at 28:15: part = tl.dot(a, b, part)') from e\n")
+    kata = get_kata("vector_add")
+    result = grade(kata, solution, "interpret", only_cases=[kata.tasks[0].cases[0].name])
+    failed = [c for c in result.cases if c.status == "error"]
+    assert failed and result.cheats == []
+    assert "RuntimeError: at 28:15" in failed[0].message
+    assert "caused by: AssertionError: expected accumulator dtype fp32" in failed[0].message
 
 
 # --- 8. the batch's time left ---------------------------------------------------------------

@@ -209,7 +209,8 @@ _STRUCTURE = [  # (pattern in the message, code): the worker's and checker's own
     (re.compile(r"raised an exception:.*\b0 active drivers", re.S), "gpu_only_feature"),
     # Triton's compiler itself failed (an MLIR pass, LLVM): not the learner's exception.
     (re.compile(r"raised an exception:.*(PassManager::run failed|processing an MLIR pass pipeline"
-                r"|LLVM ERROR|failed to legalize operation)", re.S), "compiler_error"),
+                r"|LLVM ERROR|failed to legalize operation|please share the reproducer)", re.S),
+     "compiler_error"),
     (re.compile(r"raised an exception"), "exception"),
     (re.compile(r" has dtype \S+, expected "), "wrong_dtype"),
     (re.compile(r" has shape \(.*\), expected "), "wrong_shape"),

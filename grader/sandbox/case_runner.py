@@ -56,7 +56,19 @@ def user_traceback(exc: BaseException, submission: Path) -> str:
     if len(text) > 3000:
         text = text[:3000] + " ... (trimmed)"
     lines.append(text)
+    # Triton's CompilationError points at the kernel's line and keeps the reason in the error it
+    # was raised from (an assertion of the frontend's: "pass out_dtype=int32 ..."): show it.
+    cause, seen = _cause(exc), {id(exc)}
+    while cause is not None and id(cause) not in seen and len(seen) <= 3:
+        seen.add(id(cause))
+        reason = "".join(traceback.format_exception_only(type(cause), cause)).strip()
+        lines.append("caused by: " + (reason[:1500] + " ... (trimmed)" if len(reason) > 1500 else reason))
+        cause = _cause(cause)
     return "\n".join(lines)
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    return exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
 
 
 def _sync(device: str) -> None:

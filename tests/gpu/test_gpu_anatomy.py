@@ -91,6 +91,36 @@ def dropout(x, p, seed):
     return out
 '''
 
+# Correct, but each program of four warps holds a 256 x 128 tile (256 values a thread) and turns
+# it round through shared memory: registers or shared memory, whichever binds first, leave room
+# for at most three such programs (12 of an SM's 64 warps) at a time (under 25% on an H200,
+# measured). A grid of one such tile each ran at 2.5x eager there, so fast that no advice is
+# due; persistent on 132 programs (an H100's or H200's SMs), that one program an SM is all there is.
+TRANSPOSE_WIDE_TILE = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def transpose_kernel(out_ptr, x_ptr, M, N, x_row_stride, BM: tl.constexpr, BN: tl.constexpr):
+    tiles_n = tl.cdiv(N, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, tl.num_programs(0)):
+        rm = (tile // tiles_n) * BM + tl.arange(0, BM)
+        rn = (tile % tiles_n) * BN + tl.arange(0, BN)
+        block = tl.load(x_ptr + rm.to(tl.int64)[:, None] * x_row_stride + rn[None, :],
+                        mask=(rm[:, None] < M) & (rn[None, :] < N))
+        tl.store(out_ptr + rn.to(tl.int64)[:, None] * M + rm[None, :], tl.trans(block),
+                 mask=(rn[:, None] < N) & (rm[None, :] < M))
+
+
+def transpose(x):
+    M, N = x.shape
+    out = torch.empty((N, M), dtype=x.dtype, device=x.device)
+    transpose_kernel[(132,)](out, x, M, N, x.stride(0), BM=256, BN=128, num_warps=4)
+    return out
+'''
+
 # Correct, but a program of one warp holds 16384 elements of each input, all live at once (the
 # store waits for a sum over the block, which adds 0.0): registers spill, and few such programs
 # fit on an SM.
@@ -232,12 +262,26 @@ def test_references_get_none_of_the_anatomy_s_codes(tmp_path, kata_name, cases):
     assert not _codes(result) & set(ANATOMY_CODES), result.advice
 
 
-def test_register_spills_and_low_occupancy(tmp_path):
+def _top_kernel(result) -> dict:
+    return max(next(c for c in result.cases if c.timed).kernels, key=lambda k: k["share"] or 0)
+
+
+def test_register_spills(tmp_path):
+    # One warp a program: at most 32 programs (half the SM's warps) fit whatever the registers,
+    # and on an H200 ptxas kept few registers and spilled the rest (50% occupancy, not low).
     result = _grade(tmp_path, "vector_add", VECTOR_ADD_SPILLS, ["bench_2e26_plus_3"])
     assert result.correct, result.message
-    top = max(next(c for c in result.cases if c.timed).kernels, key=lambda k: k["share"] or 0)
-    assert top["spills"] > 0 and top["occupancy"] < 0.25, top
-    assert {"register_spills", "low_occupancy"} <= _codes(result), result.advice
+    top = _top_kernel(result)
+    assert top["spills"] > 0, json.dumps(top)
+    assert "register_spills" in _codes(result), result.advice
+
+
+def test_low_occupancy(tmp_path):
+    result = _grade(tmp_path, "transpose", TRANSPOSE_WIDE_TILE, ["bench_8192x8192"])
+    assert result.correct, result.message
+    tops = [max(c.kernels, key=lambda k: k["share"] or 0) for c in result.cases if c.timed]
+    assert tops and all(t["occupancy"] < 0.25 for t in tops), json.dumps(tops)
+    assert "low_occupancy" in _codes(result), result.advice
 
 
 def test_launch_bound(tmp_path):

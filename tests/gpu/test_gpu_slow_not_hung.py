@@ -130,5 +130,6 @@ def test_compiling_and_autotuning_for_each_dtype_lengthen_the_cases_limit(tmp_pa
     # 5 s a case: less than 12 cold compiles and an autotuning take, in every dtype's first case.
     source = AUTOTUNED.replace("SALT", secrets.token_hex(8))
     result = grade(get_kata("vector_add"), _solution(tmp_path, source), "gpu", case_timeout_s=5)
-    assert result.correct and result.status == "pass", result.message
+    # What is held is the time limit; the speed (0.89x against 0.9x once, on an H200) is not.
+    assert result.correct and result.status in ("pass", "fail") and result.speedup, result.message
     assert "time_limit" not in [d["code"] for d in result.diagnoses]

@@ -40,7 +40,10 @@ def _mm(a_ptr, w_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, sam, swn,
         k0 = step * BK
         a = tl.load(a_ptrs + k0, mask=(rm < M)[:, None] & (rk[None, :] < K - k0), other=0.0)
         b = tl.load(w_ptrs + k0, mask=(rn < N)[None, :] & (rk[:, None] < K - k0), other=0.0)
-        part = tl.dot(a, b, part)
+        if FP8:
+            part = tl.dot(a, b, part)
+        else:  # triton 3.6 takes an int32 accumulator only when told (out_dtype defaults to fp32)
+            part = tl.dot(a, b, part, out_dtype=tl.int32)
         if step % 2 == 1:
             total += part
             part = tl.zeros_like(part)

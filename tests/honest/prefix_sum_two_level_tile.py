@@ -3,6 +3,8 @@ elements), scanned along the tile's rows, then the tile rows' totals scanned and
 carries: another order of the in-block additions than one tl.cumsum. Several rows per launch
 are not needed: one program per row, a scalar carry between tiles."""
 # panel-cases: large_values, int_wrap, long_rows, small_ints
+# gpu-compiler-crash: 3.6 (an H200 run: the scan along axis 0 of the [R, 1] totals crashed the
+# compiler's MLIR passes; the interpreter runs it correctly)
 
 import torch
 import triton
