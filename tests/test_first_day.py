@@ -6,6 +6,7 @@ one, and the batch's time left comes from the katas' grade times."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -122,6 +123,20 @@ def test_a_stubs_grade_is_short(tmp_path):
     stub = [c for t in get_kata("softmax").tasks for c in t.cases]
     assert int(collapsed.split()[0]) > len(stub)  # every dtype of the cases after the first failures
     assert "--keep-going" in " ".join(text.split())
+
+
+def test_json_is_strict_when_errors_are_not_finite():
+    from grader.results.report import to_json
+    case = _case("nan_rows", "fail", "values that are NaN where the truth is finite")
+    case.max_abs_err, case.max_rel_err, case.tolerance_used = math.nan, math.inf, {"out": math.inf}
+    case.round_speedups = [1.0, -math.inf]
+
+    def refuse(name):
+        raise ValueError(f"not strict JSON: {name}")
+    found = json.loads(to_json(_result([case], "1 case(s) failed")), parse_constant=refuse)
+    (written,) = found["tasks"][0]["cases"]
+    assert (written["max_abs_err"], written["max_rel_err"]) == ("NaN", "Infinity")
+    assert written["tolerance_used"] == {"out": "Infinity"} and written["round_speedups"] == [1.0, "-Infinity"]
 
 
 # --- 5. the interview fits its minutes ------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -134,6 +135,23 @@ class GradeResult:
         return [c for t in self.tasks for c in t.cases]
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = json_safe(asdict(self))
         data["schema"] = GRADE_SCHEMA
         return data
+
+
+# JSON has no NaN or infinity (an output full of NaN has a NaN max_abs_err, an infinite error an
+# infinite tolerance_used): they are written as the names JavaScript and Python give them, as
+# strings, so `--json`, the store and its exports stay strict JSON that any parser reads.
+NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def json_safe(value: Any) -> Any:
+    """value with every non-finite float, however deep, replaced by its name (NON_FINITE)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return NON_FINITE[repr(value)]
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value

@@ -373,9 +373,9 @@ def attempts(db_path: Path, kata: str | None = None, handle: str | None = None,
         "g.correct, g.score, g.speedup, g.roofline, g.threshold, g.device, g.torch_version, "
         "g.triton_version, g.grader_version, g.submission_sha256, "
         "COALESCE(SUM(t.cases_passed), 0), COALESCE(SUM(t.cases_total), 0), g.origin, "
-        # A text search, not json_extract: a stored grade may hold NaN, which SQLite's JSON
-        # functions refuse. In the JSON a submission's printed output is escaped (\"), so it
-        # cannot spell the key's quotes.
+        # A text search, not json_extract: a grade stored before results became strict JSON
+        # may hold NaN, which SQLite's JSON functions refuse. In the JSON a submission's printed
+        # output is escaped (\"), so it cannot spell the key's quotes.
         "(instr(g.result_json, '\"gpu_shared\": {') > 0 OR instr(g.result_json, '\"gpu_shared\":{') > 0) "
         f"FROM grades g LEFT JOIN grade_tasks t ON t.grade_id = g.id{where} "
         "GROUP BY g.id ORDER BY g.graded_at, g.id")
