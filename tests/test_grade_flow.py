@@ -119,3 +119,33 @@ def test_a_case_named_a_cheat_leads_the_grades_message():
     assert message == "2 case(s) failed; named a cheat: t/b [float32]: results are cached"
     _, message = grade_status([TaskResult("t", 1.0, "eager", [wrong], False)], "gpu", False, "")
     assert message == "1 case(s) failed; first: t/a [float32]: 3 of 9 differ"
+
+
+def test_a_partial_gpu_grade_of_checked_cases_only_is_judged_on_correctness():
+    # `kata grade --case first_case --gpu`: no bench case chosen, so nothing can be timed. The
+    # interpreter passes such a grade; the GPU said "fail: vector_add: not timed".
+    from pathlib import Path
+
+    from grader.grading.plan import build_plan
+    from grader.grading.verdict import WorkerRun, verdict
+    from grader.kata.catalog import get_kata
+    from grader.sandbox import watchdog
+
+    kata = get_kata("vector_add")
+    limits = watchdog.ResourceLimits(wall_s=60, memory_bytes=1 << 30, processes=64, output_bytes=1 << 20)
+    env = {"device": "NVIDIA H200", "versions": {}, "ceilings": None, "ceilings_measured": False}
+    full = build_plan(kata, "gpu")
+
+    def grade_of(plan):
+        verdicts = {p.key: {"task": p.task, "name": p.case, "dtype": p.dtype, "shape": [1],
+                            "hidden": p.hidden, "status": "pass", "message": "", "cheat": None}
+                    for p in plan if not p.skip_reason}
+        run = WorkerRun([{"type": "done"}], 0, None, "", 0, [], verdicts, {}, env=env)
+        return verdict(kata, Path("/nonexistent/solution.py"), "gpu", 1, plan, run, limits)
+
+    checked = [p for p in full if not p.bench][:2]
+    result = grade_of(checked)
+    assert result.status == "pass" and result.correct and not result.speed_measured, result.message
+    # With a bench case in the plan that was never timed, the speed is still missing, and fails.
+    untimed = grade_of(checked + [next(p for p in full if p.bench and not p.skip_reason)])
+    assert untimed.status == "fail" and untimed.message == "vector_add: not timed"

@@ -289,8 +289,10 @@ def format_result(result) -> str:
         lines.append(f"\nspeedup {result.speedup:.2f}x (geomean; threshold {result.threshold:g}x), "
                      f"roofline {100 * (result.roofline or 0):.0f}%")
     else:
-        lines.append("\nspeed not measured (" + ("Triton interpreter: correctness only"
-                     if result.mode == "interpret" else "not every case was correct") + ")")
+        why = ("Triton interpreter: correctness only" if result.mode == "interpret"
+               else "no bench case among the cases chosen with --case" if result.only_cases and result.correct
+               else "not every case was correct")
+        lines.append(f"\nspeed not measured ({why})")
     for note in speed_notes(result):
         lines += [click.style(part, fg="yellow") for part in wrap(note)]
     if result.duration_s is not None:

@@ -227,7 +227,11 @@ def verdict(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Plann
 
     speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)
     correct = not message and not cheats and tasks_correct(tasks)
-    status, message = grade_status(tasks, mode, correct, message)
+    # A task none of whose planned cases is a bench case (a partial grade of checked cases, or
+    # bench cases this device skips) cannot be timed: its speed is not judged, not failed.
+    untimeable = {t.name for t in kata.tasks
+                  if not any(p.bench and not p.skip_reason for p in plan if p.task == t.name)}
+    status, message = grade_status(tasks, mode, correct, message, untimeable)
     if run.timing_skipped and status != PASS:
         message += ("\nSpeed not measured: fix correctness first (--keep-going times the bench "
                     "cases anyway).")
@@ -379,8 +383,10 @@ def _stopped_early_message(run: WorkerRun, in_progress: dict | None, started: bo
             "finished: does the submission call os._exit() or sys.exit()?")
 
 
-def grade_status(tasks: list[TaskResult], mode: str, correct: bool, message: str) -> tuple[str, str]:
-    """(status, the paragraph that explains it)."""
+def grade_status(tasks: list[TaskResult], mode: str, correct: bool, message: str,
+                 untimeable: set[str] | frozenset = frozenset()) -> tuple[str, str]:
+    """(status, the paragraph that explains it). untimeable: the tasks with no bench case in the
+    plan, whose speed is not judged."""
     if message:
         return ERROR, message
     if not correct:
@@ -393,8 +399,9 @@ def grade_status(tasks: list[TaskResult], mode: str, correct: bool, message: str
         first = cheat or failing[0]
         return FAIL, (f"{len(failing)} case(s) failed; {'named a cheat' if cheat else 'first'}: "
                       f"{first.task}/{first.name} [{first.dtype}]: {first.message}")
-    if mode == "gpu" and not meets_thresholds(tasks):
-        slow = [t for t in tasks if t.pass_speedup is None or t.pass_speedup < t.threshold]
+    timeable = [t for t in tasks if t.name not in untimeable]
+    if mode == "gpu" and not meets_thresholds(timeable):
+        slow = [t for t in timeable if t.pass_speedup is None or t.pass_speedup < t.threshold]
         return FAIL, "; ".join(
             f"{t.name}: speedup {t.pass_speedup:.2f}x (geomean, each case capped at "
             f"{PASS_CAP:g}x the threshold) is below the threshold {t.threshold:g}x"
