@@ -166,6 +166,8 @@ MALFORMED = [
     {"op": "sandbox"},
     {"op": "start", "key": ["a"], "phase": "case"},
     {"op": "start", "key": KEY, "phase": "timing", "baseline_s": 0.1},
+    {"op": "start", "key": KEY, "phase": "again"},  # would restart the case's clock each time
+    {"op": "start", "key": KEY, "phase": None},
     {"op": "start", "key": KEY, "phase": "case", "baseline_s": math.nan},
     {"op": "start", "key": KEY, "phase": "case", "baseline_s": -1.0},
     {"op": "start", "key": KEY, "phase": "case", "baseline_s": True},

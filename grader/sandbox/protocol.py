@@ -182,11 +182,12 @@ class StartOp(KeyedOp):
     baseline_s: float | None = None
 
     def in_form(self) -> bool:
-        # A timing's limit needs no baseline; a case's is worked out from a finite time. Another
-        # phase has a case's limit and no turn (as the Referee has always read it).
+        # A timing's limit needs no baseline; a case's is worked out from a finite time. No other
+        # phase exists: one would restart the case's clock (a new `current`) each time it was told.
         if self.phase == "timing":
             return super().in_form() and self.baseline_s is None
-        return super().in_form() and (self.baseline_s is None or baseline_form(self.baseline_s))
+        return super().in_form() and self.phase == "case" \
+            and (self.baseline_s is None or baseline_form(self.baseline_s))
 
 
 @dataclass(frozen=True)
