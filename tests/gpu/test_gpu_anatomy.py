@@ -38,20 +38,22 @@ def vector_add(x, y):
     return out
 '''
 
-# Correct and tiled (coalesced both ways), but persistent on 8 programs.
-TRANSPOSE_8 = '''
+# Correct and tiled (coalesced both ways), but persistent: PROGRAMS programs walk the BM x BN
+# tiles, each turned round (tl.trans) on its way out.
+PERSISTENT_TRANSPOSE = '''
 import torch
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def transpose_kernel(out_ptr, x_ptr, M, N, x_row_stride, BLOCK: tl.constexpr, PROGRAMS: tl.constexpr):
+def transpose_kernel(out_ptr, x_ptr, M, N, x_row_stride, BM: tl.constexpr, BN: tl.constexpr,
+                     PROGRAMS: tl.constexpr):
     pid = tl.program_id(0)
-    tiles_n = tl.cdiv(N, BLOCK)
-    for tile in range(pid, tl.cdiv(M, BLOCK) * tiles_n, PROGRAMS):
-        rm = (tile // tiles_n) * BLOCK + tl.arange(0, BLOCK)
-        rn = (tile % tiles_n) * BLOCK + tl.arange(0, BLOCK)
+    tiles_n = tl.cdiv(N, BN)
+    for tile in range(pid, tl.cdiv(M, BM) * tiles_n, PROGRAMS):
+        rm = (tile // tiles_n) * BM + tl.arange(0, BM)
+        rn = (tile % tiles_n) * BN + tl.arange(0, BN)
         block = tl.load(x_ptr + rm.to(tl.int64)[:, None] * x_row_stride + rn[None, :],
                         mask=(rm[:, None] < M) & (rn[None, :] < N))
         tl.store(out_ptr + rn.to(tl.int64)[:, None] * M + rm[None, :], tl.trans(block),
@@ -61,9 +63,18 @@ def transpose_kernel(out_ptr, x_ptr, M, N, x_row_stride, BLOCK: tl.constexpr, PR
 def transpose(x):
     M, N = x.shape
     out = torch.empty((N, M), dtype=x.dtype, device=x.device)
-    transpose_kernel[(8,)](out, x, M, N, x.stride(0), BLOCK=64, PROGRAMS=8, num_warps=4)
+    transpose_kernel[(PROGRAMS,)](out, x, M, N, x.stride(0), BM=BM, BN=BN, PROGRAMS=PROGRAMS, num_warps=4)
     return out
 '''
+
+
+def persistent_transpose(bm: int, bn: int, programs: int) -> str:
+    return PERSISTENT_TRANSPOSE.replace("BM=BM, BN=BN, PROGRAMS=PROGRAMS", f"BM={bm}, BN={bn}, PROGRAMS={programs}") \
+        .replace("[(PROGRAMS,)]", f"[({programs},)]")
+
+
+# 64 x 64 tiles on 8 programs: 124 of an H200's 132 SMs idle.
+TRANSPOSE_8 = persistent_transpose(64, 64, 8)
 
 # Correct (the mask is a function of the seed and the flat index), but persistent on 8 programs.
 DROPOUT_8 = '''
@@ -96,30 +107,7 @@ def dropout(x, p, seed):
 # for at most three such programs (12 of an SM's 64 warps) at a time (under 25% on an H200,
 # measured). A grid of one such tile each ran at 2.5x eager there, so fast that no advice is
 # due; persistent on 132 programs (an H100's or H200's SMs), that one program an SM is all there is.
-TRANSPOSE_WIDE_TILE = '''
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def transpose_kernel(out_ptr, x_ptr, M, N, x_row_stride, BM: tl.constexpr, BN: tl.constexpr):
-    tiles_n = tl.cdiv(N, BN)
-    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, tl.num_programs(0)):
-        rm = (tile // tiles_n) * BM + tl.arange(0, BM)
-        rn = (tile % tiles_n) * BN + tl.arange(0, BN)
-        block = tl.load(x_ptr + rm.to(tl.int64)[:, None] * x_row_stride + rn[None, :],
-                        mask=(rm[:, None] < M) & (rn[None, :] < N))
-        tl.store(out_ptr + rn.to(tl.int64)[:, None] * M + rm[None, :], tl.trans(block),
-                 mask=(rn[:, None] < N) & (rm[None, :] < M))
-
-
-def transpose(x):
-    M, N = x.shape
-    out = torch.empty((N, M), dtype=x.dtype, device=x.device)
-    transpose_kernel[(132,)](out, x, M, N, x.stride(0), BM=256, BN=128, num_warps=4)
-    return out
-'''
+TRANSPOSE_WIDE_TILE = persistent_transpose(256, 128, 132)  # an H100's or H200's SMs
 
 # Correct, but a program of one warp holds 16384 elements of each input, all live at once (the
 # store waits for a sum over the block, which adds 0.0): registers spill, and few such programs
