@@ -13,7 +13,7 @@ one program per row on a thousand rows (prefix_sum's many_tiny_rows, rms_norm_ba
 many_rows), so the panel leaves those cases out. Where the interpreter cannot run a task at
 all (quantize's and matmul_lowp's FP8, bfloat16 anywhere), the variant still implements it and
 says so: the same panel cases grade it on a GPU.
-tests/gpu/test_gpu_honest_panel.py grades every checked case on a GPU.
+tests/gpu/test_gpu_honest_panel.py grades the same panel cases on a GPU, bfloat16 and FP8 included.
 """
 
 from __future__ import annotations
