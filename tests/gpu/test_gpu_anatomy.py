@@ -105,9 +105,10 @@ def dropout(x, p, seed):
 # Correct, but each program of four warps holds a 256 x 128 tile (256 values a thread) and turns
 # it round through shared memory: registers or shared memory, whichever binds first, leave room
 # for at most three such programs (12 of an SM's 64 warps) at a time (under 25% on an H200,
-# measured). A grid of one such tile each ran at 2.5x eager there, so fast that no advice is
-# due; persistent on 132 programs (an H100's or H200's SMs), that one program an SM is all there is.
-TRANSPOSE_WIDE_TILE = persistent_transpose(256, 128, 132)  # an H100's or H200's SMs
+# measured). A grid of one such tile each still reached 68% of the copy ceiling there (2.5x
+# eager: no advice due), so it runs persistent on 64 programs, one an SM on half the SMs: well
+# under half the copy ceiling (small_grid may be named too).
+TRANSPOSE_WIDE_TILE = persistent_transpose(256, 128, 64)
 
 # Correct, but a program of one warp holds 16384 elements of each input, all live at once (the
 # store waits for a sum over the block, which adds 0.0): registers spill, and few such programs
