@@ -19,7 +19,10 @@ from grader.paths import cache_dir
 
 RATES = ("copy_gbps", "matmul_tflops")
 # Dense bf16 tensor-core TFLOP/s and HBM GB/s from NVIDIA's datasheets (the sparse figures
-# halved), matched by a lower-case part of the device name, first match wins. The TFLOP/s are
+# halved), matched by a lower-case part of the device name, first match wins. Sources: the
+# specification tables of nvidia.com/en-us/data-center/h200/, /h100/ (SXM, PCIe and NVL
+# columns), /a100/ (80GB SXM), /grace-hopper-superchip/, and for the H100 PCIe card its product
+# brief PB-11133-001; the H800 is listed with the H100 SXM's figures. The TFLOP/s are
 # at the datasheet's boost clock; a card may clock up to ~8% higher (H100 SXM: 1980 vs 1830 MHz),
 # which the floor's 10% margin (grader.grading.timing_evidence.FLOOR_MARGIN) covers.
 DATASHEET = (
