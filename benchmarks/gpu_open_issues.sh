@@ -29,7 +29,7 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 log="$out/$part.txt"
 cut=(timeout -s INT -k 20 "${PART_TIMEOUT_S:-590}")
-pytest_() { "${cut[@]}" python3 -m pytest -q -rA -p no:cacheprovider "$@"; }
+pytest_() { "${cut[@]}" python3 -m pytest -q -rA --durations=20 -p no:cacheprovider "$@"; }
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
