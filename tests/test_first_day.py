@@ -247,6 +247,19 @@ def test_an_error_raised_from_another_shows_the_reason_it_was_raised_from(tmp_pa
     assert "caused by: AssertionError: expected accumulator dtype fp32" in failed[0].message
 
 
+def test_an_error_raised_while_handling_another_says_so(tmp_path):
+    from grader.sandbox.case_runner import user_traceback
+    try:
+        try:
+            {}["block"]
+        except KeyError:
+            raise ValueError("BLOCK must be a power of two")
+    except ValueError as exc:
+        text = user_traceback(exc, tmp_path / "solution.py")
+    assert text.splitlines() == ["ValueError: BLOCK must be a power of two",
+                                 "raised while handling: KeyError: 'block'"]
+
+
 # --- 8. the batch's time left ---------------------------------------------------------------
 
 class Clock:

@@ -58,17 +58,23 @@ def user_traceback(exc: BaseException, submission: Path) -> str:
     lines.append(text)
     # Triton's CompilationError points at the kernel's line and keeps the reason in the error it
     # was raised from (an assertion of the frontend's: "pass out_dtype=int32 ..."): show it.
-    cause, seen = _cause(exc), {id(exc)}
-    while cause is not None and id(cause) not in seen and len(seen) <= 3:
-        seen.add(id(cause))
-        reason = "".join(traceback.format_exception_only(type(cause), cause)).strip()
-        lines.append("caused by: " + (reason[:1500] + " ... (trimmed)" if len(reason) > 1500 else reason))
-        cause = _cause(cause)
+    link, seen = _earlier(exc), {id(exc)}
+    while link is not None and id(link[1]) not in seen and len(seen) <= 3:
+        how, earlier = link
+        seen.add(id(earlier))
+        reason = "".join(traceback.format_exception_only(type(earlier), earlier)).strip()
+        lines.append(f"{how}: " + (reason[:1500] + " ... (trimmed)" if len(reason) > 1500 else reason))
+        link = _earlier(earlier)
     return "\n".join(lines)
 
 
-def _cause(exc: BaseException) -> BaseException | None:
-    return exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+def _earlier(exc: BaseException) -> tuple[str, BaseException] | None:
+    """The exception `exc` was raised from ("caused by"), or while handling, as Python chains them."""
+    if exc.__cause__ is not None:
+        return "caused by", exc.__cause__
+    if exc.__context__ is not None and not exc.__suppress_context__:
+        return "raised while handling", exc.__context__
+    return None
 
 
 def _sync(device: str) -> None:
