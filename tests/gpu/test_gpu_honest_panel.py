@@ -30,15 +30,19 @@ def crashes_the_compiler(path) -> bool:
 def test_honest_variant_passes_on_the_gpu(path):
     kata = get_kata(kata_of_wrong(path))
     cases = panel_cases(path)
+    crashed = False
     for seed in SEEDS:
         result = grade(kata, path, "gpu", seed=seed, only_cases=cases if seed == SEEDS[0] else cases[:2])
         failed = [(c.name, c.dtype, c.diagnosis, c.message) for c in result.cases
                   if c.status not in ("pass", "skipped")]
         assert result.cheats == [] and result.cheat is None, (seed, result.cheats)
-        if crashes_the_compiler(path):
-            assert failed and all(f[2] == "compiler_error" for f in failed), (seed, failed)
+        if crashes_the_compiler(path):  # only some shapes crash it (prefix_sum: the long rows)
+            broken = [c for c in result.cases if c.status in ("fail", "error")]
+            assert all(c.diagnosis == "compiler_error" for c in broken), (seed, failed)
+            crashed = crashed or bool(broken)
             continue
-        # The panel's cases are checked cases only, so the grade is not timed ("not timed" is
-        # its verdict's reason): what the panel holds is that every case passes.
+        # The panel's cases are checked cases only: nothing is timed, and what the panel holds is
+        # that every case passes.
         assert result.correct and not failed, (seed, result.message, failed)
         assert any(c.status == "pass" for c in result.cases)
+    assert crashed or not crashes_the_compiler(path), "the compiler crash it is marked with was not seen"
