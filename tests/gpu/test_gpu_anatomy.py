@@ -257,7 +257,7 @@ def _top_kernel(result) -> dict:
 
 def test_register_spills(tmp_path):
     # One warp a program: at most 32 programs (half the SM's warps) fit whatever the registers,
-    # and on an H200 ptxas kept few registers and spilled the rest (50% occupancy, not low).
+    # and on an H200 it spilled with 50% theoretical occupancy: spills, not low occupancy.
     result = _grade(tmp_path, "vector_add", VECTOR_ADD_SPILLS, ["bench_2e26_plus_3"])
     assert result.correct, result.message
     top = _top_kernel(result)
@@ -268,7 +268,7 @@ def test_register_spills(tmp_path):
 def test_low_occupancy(tmp_path):
     result = _grade(tmp_path, "transpose", TRANSPOSE_WIDE_TILE, ["bench_8192x8192"])
     assert result.correct, result.message
-    tops = [max(c.kernels, key=lambda k: k["share"] or 0) for c in result.cases if c.timed]
+    tops = [max(c.kernels, key=lambda k: k["share"] or 0) for c in result.cases if c.timed and c.kernels]
     assert tops and all(t["occupancy"] < 0.25 for t in tops), json.dumps(tops)
     assert "low_occupancy" in _codes(result), result.advice
 
