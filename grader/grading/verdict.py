@@ -228,7 +228,7 @@ def verdict(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Plann
     speed_measured = mode == "gpu" and any(c.timed for t in tasks for c in t.cases)
     correct = not message and not cheats and tasks_correct(tasks)
     # A task none of whose planned cases is a bench case (a partial grade of checked cases, or
-    # bench cases this device skips) cannot be timed: its speed is not judged, not failed.
+    # bench cases the kata skips in this mode) cannot be timed: its speed is not judged, not failed.
     untimeable = {t.name for t in kata.tasks
                   if not any(p.bench and not p.skip_reason for p in plan if p.task == t.name)}
     status, message = grade_status(tasks, mode, correct, message, untimeable)
