@@ -106,9 +106,10 @@ def dropout(x, p, seed):
 # it round through shared memory: registers or shared memory, whichever binds first, leave room
 # for at most three such programs (12 of an SM's 64 warps) at a time (under 25% on an H200,
 # measured). A grid of one such tile each still reached 68% of the copy ceiling there (2.5x
-# eager: no advice due), so it runs persistent on 64 programs, one an SM on half the SMs: well
-# under half the copy ceiling (small_grid may be named too).
-TRANSPOSE_WIDE_TILE = persistent_transpose(256, 128, 64)
+# eager, which reaches about 27%: no advice due), so it runs persistent on 32 programs, one on
+# each of a quarter of the SMs: slower than eager and far under half the copy ceiling, as advice
+# needs (small_grid is named too).
+TRANSPOSE_WIDE_TILE = persistent_transpose(256, 128, 32)
 
 # Correct, but a program of one warp holds 16384 elements of each input, all live at once (the
 # store waits for a sum over the block, which adds 0.0): registers spill, and few such programs
