@@ -139,6 +139,13 @@ def test_json_is_strict_when_errors_are_not_finite():
     assert written["tolerance_used"] == {"out": "Infinity"} and written["round_speedups"] == [1.0, "-Infinity"]
 
 
+def test_a_partial_gpu_grade_says_why_its_speed_was_not_measured():
+    result = _result([_case("a", "pass")], "")
+    result.mode, result.status, result.correct, result.only_cases = "gpu", "pass", True, ["a"]
+    text = ANSI.sub("", format_result(result))
+    assert "speed not measured (no bench case among the cases chosen with --case)" in text
+
+
 # --- 5. the interview fits its minutes ------------------------------------------------------
 
 def test_an_interview_of_20_minutes_fits_in_20_minutes(tmp_path):
