@@ -7,7 +7,8 @@
 - no import cycle between modules, nor between packages;
 - the `__init__` files hold only their docstring (importing a package costs nothing), and
   pyproject.toml ships every subpackage;
-- the command-line process never imports torch for `kata list`, `show` or `new`.
+- the command-line process never imports torch for `kata list`, `show` or `new`;
+- no module is over 600 lines: one that grows past it is doing more than one job.
 
 Every import counts, at the top of a module or inside a function, and so does an
 importlib.import_module of a literal name.
@@ -248,6 +249,15 @@ def test_pyproject_ships_every_subpackage():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     data = {"grader.katas", "grader.reference", "grader.templates"}  # the top-level data folders
     assert listed - data == {"grader", *subpackages()}
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_600_lines():
+    long = {name: len(path.read_text().splitlines()) for name, (path, _) in sources().items()}
+    assert not {n: lines for n, lines in long.items() if lines > MAX_MODULE_LINES}, \
+        "split a module that does more than one job (docs/ARCHITECTURE.md)"
 
 
 def test_the_layout_check_sees_lazy_and_dynamic_imports():
