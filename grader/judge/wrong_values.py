@@ -15,6 +15,7 @@ import torch
 
 from grader.judge.compare import close_mask, norm_error
 from grader.judge.failure_codes import Diagnosis
+from grader.timing.perturb import tensors
 
 LARGE_INPUT = 50.0  # |x| from which exp (and, summed, squares in float16) start to overflow
 SCALE_SPREAD = 1e-3  # a factor is "the same" across a row when it varies less than this (relative)
@@ -195,20 +196,12 @@ def _row_magnitude(inputs: dict | None, shape, rows: int) -> torch.Tensor | None
         return None
     mags = []
     for value in inputs.values():
-        for t in _tensors(value):
+        for t in tensors(value):
             if t.is_floating_point() and tuple(t.shape) == tuple(shape) and t.numel():
                 mags.append(t.detach().double().abs().reshape(rows, -1).nan_to_num(0.0).amax(dim=1))
     if not mags:
         return None
     return torch.stack(mags).amax(dim=0)
-
-
-def _tensors(value) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
-    return []
 
 
 def _overflow(wrong, bad_w, nan_w, zero_w, magnitude, s: _Shape) -> Diagnosis | None:

@@ -63,14 +63,13 @@ def transpose_kernel(out_ptr, x_ptr, M, N, x_row_stride, BM: tl.constexpr, BN: t
 def transpose(x):
     M, N = x.shape
     out = torch.empty((N, M), dtype=x.dtype, device=x.device)
-    transpose_kernel[(PROGRAMS,)](out, x, M, N, x.stride(0), BM=BM, BN=BN, PROGRAMS=PROGRAMS, num_warps=4)
+    transpose_kernel[({programs},)](out, x, M, N, x.stride(0), BM={bm}, BN={bn}, PROGRAMS={programs}, num_warps=4)
     return out
 '''
 
 
 def persistent_transpose(bm: int, bn: int, programs: int) -> str:
-    return PERSISTENT_TRANSPOSE.replace("BM=BM, BN=BN, PROGRAMS=PROGRAMS", f"BM={bm}, BN={bn}, PROGRAMS={programs}") \
-        .replace("[(PROGRAMS,)]", f"[({programs},)]")
+    return PERSISTENT_TRANSPOSE.format(bm=bm, bn=bn, programs=programs)
 
 
 # 64 x 64 tiles on 8 programs: 124 of an H200's 132 SMs idle.
