@@ -9,13 +9,14 @@
 #              the launch paths (issues 31, 32, 33)
 #   grading    the rest of tests/gpu but the panel: grading, wrong solutions, torch_compute,
 #              transpose, compile-ahead
-#   anatomy    tests/gpu/test_gpu_anatomy.py and the launch paths' anatomy tests (issue 34)
+#   anatomy    tests/gpu/test_gpu_anatomy.py (issue 34; the launch paths' anatomy tests run in fair)
 #   anatomy-cost  the anatomy's cost, four warm grades each way, softmax reference and the
 #              8-program vector_add (issue 34; budget 2 s)
 #   panel-a    the honest panel: adamw, cross_entropy, softmax, layer_norm, flash_attention (issue 32)
 #   panel-b    the honest panel: the other katas (issue 32)
 #   external   Liger-Kernel and FlagGems graded as submissions (issue 32): carry .whl/ with
-#              liger_kernel, flag_gems, sqlalchemy and greenlet wheels for Python 3.12
+#              liger_kernel, flag_gems, sqlalchemy and greenlet wheels for Python 3.12; each
+#              grade's verdicts go to OUT_DIR/external-verdicts.jsonl
 #   envelope   the honest-error envelope on the GPU: bfloat16, fp8 and the large cases (issue 32)
 #   crash      compiler-crash candidates (issue 35)
 #   crashers   the two honest panel variants that failed to compile on an H200, graded by the
@@ -41,14 +42,14 @@ case "$part" in
           tests/gpu/test_gpu_sandbox.py tests/gpu/test_gpu_launch_paths.py >> "$log" 2>&1 ;;
   grading) pytest_ tests/gpu/test_gpu_grading.py tests/gpu/test_gpu_wrong.py tests/gpu/test_gpu_torch_compute.py \
              tests/gpu/test_gpu_transpose.py tests/gpu/test_gpu_compile_ahead.py >> "$log" 2>&1 ;;
-  anatomy) pytest_ tests/gpu/test_gpu_anatomy.py tests/gpu/test_gpu_launch_paths.py >> "$log" 2>&1 ;;
+  anatomy) pytest_ tests/gpu/test_gpu_anatomy.py >> "$log" 2>&1 ;;
   anatomy-cost) python3 benchmarks/anatomy_cost.py "$out" >> "$log" 2>&1 ;;
   panel-a) pytest_ tests/gpu/test_gpu_honest_panel.py \
              -k "adamw or cross_entropy or softmax or layer_norm or flash_attention" >> "$log" 2>&1 ;;
   panel-b) pytest_ tests/gpu/test_gpu_honest_panel.py \
              -k "not (adamw or cross_entropy or softmax or layer_norm or flash_attention)" >> "$log" 2>&1 ;;
   external) python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >> "$log" 2>&1
-            PYTHONPATH=/tmp/site pytest_ tests/external >> "$log" 2>&1 ;;
+            EXTERNAL_VERDICTS="$out/external-verdicts.jsonl" PYTHONPATH=/tmp/site pytest_ tests/external >> "$log" 2>&1 ;;
   envelope) python3 benchmarks/honest_envelope.py --mode gpu --seeds 1 --cases checked --budget-s 270 \
               --out "$out/h200-honest-envelope.json" >> "$log" 2>&1 ;;
   crashers) for spec in prefix_sum:prefix_sum_two_level_tile:long_rows matmul_lowp:matmul_lowp_grouped_kmajor:extremes; do

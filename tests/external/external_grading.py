@@ -11,6 +11,8 @@ No grade of a library's kernels may name a cheat: they are honest work, whatever
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 from grader.grading.runner import grade
@@ -22,7 +24,24 @@ FAILED = ("fail", "error")
 def grade_wrapper(tmp_path: Path, kata: str, source: str):
     path = tmp_path / "solution.py"
     path.write_text(source)
-    return grade(get_kata(kata), path, "gpu")
+    result = grade(get_kata(kata), path, "gpu")
+    _record(kata, result)
+    return result
+
+
+def _record(kata: str, result) -> None:
+    """With EXTERNAL_VERDICTS set to a file, append each task's verdicts there (one JSON line a
+    grade), so a GPU run's expectations can be read and corrected without another run."""
+    target = os.environ.get("EXTERNAL_VERDICTS")
+    if not target:
+        return
+    cases = [{"task": c.task, "case": c.name, "dtype": c.dtype, "status": c.status,
+              "diagnosis": c.diagnosis, "cheat": c.cheat, "speedup": c.speedup,
+              "message": c.message[:400]} for c in result.cases]
+    line = {"kata": kata, "status": result.status, "cheats": result.cheats,
+            "message": result.message[:400], "cases": cases}
+    with open(target, "a") as out:
+        out.write(json.dumps(line, default=str) + "\n")
 
 
 def check(result, expected: dict[str, str]) -> None:
