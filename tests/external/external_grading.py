@@ -21,10 +21,10 @@ from grader.kata.catalog import get_kata
 FAILED = ("fail", "error")
 
 
-def grade_wrapper(tmp_path: Path, kata: str, source: str):
+def grade_wrapper(tmp_path: Path, kata: str, source: str, only_cases=None):
     path = tmp_path / "solution.py"
     path.write_text(source)
-    result = grade(get_kata(kata), path, "gpu")
+    result = grade(get_kata(kata), path, "gpu", only_cases=only_cases)
     _record(kata, result)
     return result
 
