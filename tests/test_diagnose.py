@@ -148,9 +148,30 @@ def test_one_wrong_factor_per_column():
     assert d.code == "column_scale" and "weight" in d.advice
 
 
+def test_statistics_stored_in_float16_are_low_precision_not_a_tail():
+    """FlagGems' layer_norm in a float16 case stores rstd in float16: of 4 rows' rstd, the last
+    two rounded out of tolerance, which read as a grid stopping short (seen on an H200)."""
+    truth = torch.tensor([1.5 + 1e-7, 0.75 + 1e-8, 1.2345678, 0.87654321], dtype=torch.float64)
+    got = truth.half().float()
+    d = analyse(got, truth, **TOL)
+    assert d.code == "low_precision", d
+    assert "exactly a float16 value" in d.message and "torch.float32" in d.advice
+    assert analyse(truth.bfloat16().float(), truth, **TOL).message.count("bfloat16") == 2
+
+
+def test_a_wrong_tail_of_values_exact_in_float16_anyway_is_still_a_tail():
+    truth = torch.arange(1, 1001, dtype=torch.float64)  # small integers: float16 holds them all
+    got = truth.float().clone()
+    got[990:] += 1
+    assert analyse(got, truth, **TOL).code == "tail_wrong"
+    short = torch.tensor([1.1, 2.2, 3.3], dtype=torch.float64)  # too few values to say anything
+    assert analyse(short.half().float(), short, **TOL).code != "low_precision"
+
+
 def test_low_precision_is_asked_only_when_nothing_structural_fits():
     truth = _rows(4, 50)
-    got = truth.half().float()
+    # Computed in float16 but not stored from there: no value is exactly a float16 one.
+    got = (truth.half().double() * (1 + 2.0 ** -20)).float()
     asked = []
     d = analyse(got, truth, downgraded=lambda: asked.append(1) or "float16", **TOL)
     assert asked and d.code == "low_precision" and "float16" in d.message

@@ -29,13 +29,10 @@ from grader.judge import failure_codes, handover
 from grader.judge.compare import compare_values
 from grader.judge.inputs import AGAIN, case_seed, clone, flatten, make_case_inputs, output_dtype
 from grader.judge.properties import judge as judge_property
-from grader.judge.wrong_values import NEAR_MISS, analyse, excess
+from grader.judge.wrong_values import DOWNGRADES, NEAR_MISS, analyse, exact_fraction, excess
 from grader.kata.format import Kata, load_kata
 from grader.profiling import run_maybe_profiled
 from grader.timing.perturb import Replay, tensors
-
-DOWNGRADES = (torch.bfloat16, torch.float16)
-
 
 def load_spec(kata: Kata):
     spec = importlib.util.spec_from_file_location(f"kata_spec_{kata.name}", kata.spec_path)
@@ -159,7 +156,7 @@ class Checker:
         got, truth = [g for g, _ in pairs], [t for _, t in pairs]
         for low in DOWNGRADES:
             low_name = str(low).removeprefix("torch.")
-            if all(_exact_in(g, low) > 0.99 for g in got) and not all(_exact_in(t, low) > 0.5 for t in truth):
+            if all(exact_fraction(g, low) > 0.99 for g in got) and not all(exact_fraction(t, low) > 0.5 for t in truth):
                 return low_name
             lowered = {k: _cast_floats(v, low) for k, v in inputs.items()}
             low_truth = [t for _, t in _float32_outputs(task, saved, self._truth(task, lowered))]
@@ -370,15 +367,6 @@ def _float32_outputs(task, saved: dict, truth: tuple) -> list[tuple[torch.Tensor
             if isinstance(got, torch.Tensor) and got.dtype == torch.float32 and got.numel():
                 pairs.append((got.double().cpu(), exp.double().cpu()))
     return pairs
-
-
-def _exact_in(t: torch.Tensor, low: torch.dtype) -> float:
-    """The fraction of t's finite nonzero values that `low` represents exactly (zero is exact in
-    every format: an output of zeros, such as a scale a buggy kernel left at 0, proves nothing)."""
-    finite = t[torch.isfinite(t) & (t != 0)]
-    if not finite.numel():
-        return 0.0
-    return float((finite.to(low).double() == finite).double().mean())
 
 
 def _cast_floats(value, dtype):

@@ -26,6 +26,8 @@ LISTED_ROWS = 5
 NEAR_MISS = 10.0
 UNIT = 2.0 ** -24  # float32's unit roundoff
 LARGE_OFFSET = 100.0  # |x| from which an exponent rounded at |x| costs more than float32's rtol
+DOWNGRADES = (torch.bfloat16, torch.float16)  # bfloat16 first: its values are float16's too
+STORED_LOW_MIN = 4  # values a float32 output needs before "all exact in float16" says anything
 
 
 def analyse(got: torch.Tensor, expected: torch.Tensor, *, mode: str = "allclose",
@@ -61,6 +63,7 @@ def analyse(got: torch.Tensor, expected: torch.Tensor, *, mode: str = "allclose"
     # Overflow first: NaN or 0 confined to rows of much larger inputs is not a grid bug, even
     # when those rows happen to come last.
     found = (_overflow(wrong, bad_w, nan_w, zero_w, magnitude, shape)
+             or _stored_low(got, expected, bool((bad_w & wrong).any()))
              or _tail(wrong, nan_w, zero_w, shape)
              or _row_end(wrong, nan_w, zero_w, shape)
              or (_spread_non_finite(g, shape) if mode == "norm" else None)
@@ -127,6 +130,39 @@ def _describe(kind: str, plural: bool) -> str:
 
 def _kind(nan: bool, zero: bool) -> str:
     return "nan" if nan else "zero" if zero else "wrong"
+
+
+def exact_fraction(t: torch.Tensor, low: torch.dtype) -> float:
+    """The fraction of t's finite nonzero values that `low` represents exactly (zero is exact in
+    every format: an output of zeros, such as a scale a buggy kernel left at 0, proves nothing)."""
+    finite = t[torch.isfinite(t) & (t != 0)]
+    if not finite.numel():
+        return 0.0
+    return float((finite.to(low).double() == finite.double()).double().mean())
+
+
+def _stored_low(got: torch.Tensor, expected: torch.Tensor, bad: bool) -> Diagnosis | None:
+    """A float32 output whose every value a lower precision holds exactly, where the truth's are
+    not: it was computed or stored in that precision and converted. Checked before the tail,
+    since such values round in or out of tolerance at random, and a few rounded out at the end
+    of a short output (4 rows' statistics) are no grid that stops short. Needs no recomputation,
+    so it holds in a float16 case too (whose statistics the kata still asks in float32)."""
+    if bad or got.dtype not in (torch.float32, torch.float64):
+        return None
+    if int((torch.isfinite(got) & (got != 0)).sum()) < STORED_LOW_MIN:
+        return None
+    truth = expected.to(got.dtype)
+    for low in DOWNGRADES:
+        if exact_fraction(got, low) == 1.0 and exact_fraction(truth, low) <= 0.5:
+            name = str(low).removeprefix("torch.")
+            return Diagnosis("low_precision", (
+                f"every value of this {str(got.dtype).removeprefix('torch.')} output is exactly a "
+                f"{name} value, as computed results would not be: it was computed or stored in "
+                f"{name} and converted"),
+                f"keep it in float32 to the end: allocate the output as torch.float32 and store "
+                f"the float32 value, not one cast to the input's dtype (a {name} buffer converted "
+                "afterwards keeps its rounding)")
+    return None
 
 
 def _tail(wrong, nan_w, zero_w, s: _Shape) -> Diagnosis | None:
