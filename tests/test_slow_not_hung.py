@@ -144,11 +144,38 @@ def test_compile_time_is_credited_capped_and_nested_sections_count_once(recorder
     assert forged.compile_credit(0.0) == progress.COMPILE_CREDIT_CAP_S
 
 
+def test_the_grade_s_compiling_outlives_each_case_and_is_named_when_it_took_the_limit(recorder, monkeypatch):
+    """FlagGems' mm autotunes every new shape (about 12 s each on an H200): a whole grade ran out
+    of its 180 s in the autotuner, and the time limit said only "compiling for 1 s", the section
+    then in progress."""
+    rec, path = recorder
+    clock = [100.0]
+    monkeypatch.setattr(progress, "now", lambda: clock[0])
+    for _ in range(12):  # twelve cases, each autotuning a new shape for 12 s
+        rec.begin(progress.BASELINE)
+        rec.call()
+        with rec.compiling():
+            clock[0] += 12.0
+    rec.begin(progress.BASELINE)
+    rec.call()
+    with rec.compiling():
+        clock[0] += 3.0
+        snap = progress.read(path)
+        assert snap.compile_credit(clock[0]) == pytest.approx(3.0)  # a case's credit is its own
+        assert snap.grade_compiling(clock[0]) == pytest.approx(147.0)
+        said = progress.describe_grade(snap, clock[0], 180.0)
+    assert said.startswith("147 s of the grade's 180 s went to Triton compiling and autotuning")
+    assert "key=['M', 'N', 'K']" in said and "--timeout" in said
+    # A grade that mostly ran kernels is not told so, and no record says nothing.
+    assert progress.describe_grade(snap, clock[0], 1000.0) == ""
+    assert progress.describe_grade(None, clock[0], 180.0) == ""
+
+
 def test_a_record_that_makes_no_sense_is_not_read(tmp_path):
     import struct
 
     path = tmp_path / "progress.bin"
-    path.write_bytes(struct.pack(progress._FORMAT, 1, 0, 0, 0, 2, math.nan, 0.0, 0.0, 0.0, b"k"))
+    path.write_bytes(struct.pack(progress._FORMAT, 1, 0, 0, 0, 2, math.nan, 0.0, 0.0, 0.0, b"k", 0.0))
     assert progress.read(path) is None
     path.write_bytes(b"short")
     assert progress.read(path) is None
@@ -205,15 +232,21 @@ class _Referee:
         return None
 
 
-def _overdue(tmp_path, snap_fields, limit_s=10.0, ago=15.0):
+def _write_record(tmp_path, snap_fields, ago):
     import struct
 
     now = progress.now()
     fields = dict(dict(launches=1, programs=0, grid=0, calls=1, stage=progress.CALL, compile_s=0.0,
-                       compiling_since=0.0, launch_at=now - ago, last_at=now - ago), **snap_fields)
+                       compiling_since=0.0, launch_at=now - ago, last_at=now - ago,
+                       grade_compile_s=0.0), **snap_fields)
     (tmp_path / "progress.bin").write_bytes(struct.pack(
         progress._FORMAT, *(fields[k] for k in ("launches", "programs", "grid", "calls", "stage", "compile_s",
-                                                 "compiling_since", "launch_at", "last_at")), b"k"))
+                                                 "compiling_since", "launch_at", "last_at")), b"k",
+        fields["grade_compile_s"]))
+
+
+def _overdue(tmp_path, snap_fields, limit_s=10.0, ago=15.0):
+    _write_record(tmp_path, snap_fields, ago)
     kata = get_kata("vector_add")
     plan = [{"key": "vector_add/small/float32", "task": "vector_add", "case": "small", "dtype": "float32"}]
     return runner._overdue(_Referee(plan[0]["key"], limit_s, ago), plan, kata, tmp_path)
@@ -357,3 +390,19 @@ def test_in_the_worker_the_launch_count_sits_on_top_of_the_progress_record():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_whole_grade_s_time_limit_names_the_compiling_that_took_it(tmp_path):
+    referee = _Referee("matmul/decode_m1_t/bfloat16", 30.0, 1.0)
+    # 150 s of 180 autotuning, the last section 1 s old: compiling, no hang.
+    _write_record(tmp_path, {"grade_compile_s": 149.0, "compiling_since": progress.now() - 1.0}, 1.0)
+    text, slow = runner._how_far(referee, tmp_path, grade_limit_s=180.0)
+    assert slow is True and "150 s of the grade's 180 s went to Triton compiling and autotuning" in text
+    # The case's own limit says nothing of the grade's compiling.
+    text, _ = runner._how_far(referee, tmp_path)
+    assert "of the grade's" not in text
+    # A grade that ran kernels most of the time is told only how far it got.
+    _write_record(tmp_path, {"grade_compile_s": 20.0, "last_at": progress.now() - 30.0}, 30.0)
+    text, slow = runner._how_far(referee, tmp_path, grade_limit_s=180.0)
+    assert "of the grade's" not in text and slow is False
+

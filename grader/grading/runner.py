@@ -185,7 +185,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                     breach = watchdog.watch(proc, limits, output_path, seen,
                                             extra=lambda: _overdue(referee, plan_dicts, kata, tmp_path))
                     if breach is not None and breach.kind == "time" and breach.case is None:
-                        how_far = _how_far(referee, tmp_path)
+                        how_far = _how_far(referee, tmp_path, grade_limit_s=limits.wall_s)
                 finally:
                     helpers.stop()
                     watchdog.freeze(seen)
@@ -221,12 +221,18 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          referee.remeasured, watch.processes, watch.method, *how_far, copied)
 
 
-def _how_far(referee: Referee, grade_dir: Path) -> tuple[str, bool | None]:
+def _how_far(referee: Referee, grade_dir: Path, grade_limit_s: float | None = None) -> tuple[str, bool | None]:
     """How far the case in flight had got, from the worker's progress record (a sentence), and
-    whether that shows a slow kernel (True), a hang (False) or cannot tell (None)."""
+    whether that shows a slow kernel (True), a hang (False) or cannot tell (None). grade_limit_s:
+    the whole grade's limit fired, so say too when compiling and autotuning took much of it."""
     current = referee.current
     timed = referee.timed_calls(current["key"]) if current else None
-    return progress.describe(progress.read(grade_dir / "progress.bin"), progress.now(), timed)
+    snapshot, now = progress.read(grade_dir / "progress.bin"), progress.now()
+    text, slow = progress.describe(snapshot, now, timed)
+    compiling = progress.describe_grade(snapshot, now, grade_limit_s) if grade_limit_s else ""
+    if compiling:  # time spent compiling is no hang
+        text, slow = f"{text} {compiling}".strip(), True
+    return text, slow
 
 
 def _overdue(referee: Referee, plan: list[dict], kata: Kata, grade_dir: Path) -> watchdog.Breach | None:

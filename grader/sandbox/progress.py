@@ -10,7 +10,8 @@ the worker's process) gains nothing a verdict rests on:
 - the compile credit: a case's time limit is lengthened by the seconds its calls spent in
   Triton's compiler and autotuner, capped (COMPILE_CREDIT_CAP_S);
 - when a limit fires, a sentence saying how far the call had got, so that a slow kernel (still
-  running programs, still launching) is told from one that hangs (nothing new for seconds).
+  running programs, still launching) is told from one that hangs (nothing new for seconds), and,
+  when the whole grade's limit fires, how much of the grade went to compiling and autotuning.
 """
 
 from __future__ import annotations
@@ -25,15 +26,18 @@ from pathlib import Path
 
 # launches, programs started (this launch), grid programs (this launch), checked calls, stage;
 # compile seconds done, compiling since, this launch's start, last launch or program start;
-# the last kernel's name.
-_FORMAT = "<5Q4d48s"
+# the last kernel's name; compile seconds of the whole grade (the one field a new case keeps).
+_FORMAT = "<5Q4d48sd"
 SIZE = struct.calcsize(_FORMAT)
 _LAUNCHES, _PROGRAMS, _GRID, _CALLS, _STAGE = (i * 8 for i in range(5))
 _COMPILE_S, _COMPILING_SINCE, _LAUNCH_AT, _LAST_AT = (40 + i * 8 for i in range(4))
 _NAME = 72
+_GRADE_COMPILE_S = 120
 
 IDLE, BASELINE, CALL, WAITING, TIMING = range(5)
 COMPILE_CREDIT_CAP_S = 60.0  # at most this much compiling lengthens one case's limit
+# The whole grade's limit is named as spent compiling when at least this share of it was.
+COMPILE_HEAVY_SHARE = 0.4
 ADVANCING_GRACE = 1.0  # an interpreted launch still running programs gets this much of its limit again
 STALL_S = 2.0  # nothing new for this long (and several times the usual pace): not progressing
 
@@ -69,7 +73,9 @@ class Recorder:
         """A new case or phase: everything counted afresh."""
         if self._map is None:
             return
+        grade_compile_s = struct.unpack_from("<d", self._map, _GRADE_COMPILE_S)[0]
         self._map[:SIZE] = bytes(SIZE)
+        self._d(_GRADE_COMPILE_S, grade_compile_s)
         self._depth = 0
         self._q(_STAGE, stage)
 
@@ -128,8 +134,9 @@ class Recorder:
         finally:
             self._depth = 0
             self._d(_COMPILING_SINCE, 0.0)
-            done = struct.unpack_from("<d", self._map, _COMPILE_S)[0]
-            self._d(_COMPILE_S, done + (now() - started))
+            spent = now() - started
+            for offset in (_COMPILE_S, _GRADE_COMPILE_S):
+                self._d(offset, struct.unpack_from("<d", self._map, offset)[0] + spent)
 
 
 record = Recorder()
@@ -247,6 +254,7 @@ class Snapshot:
     launch_at: float
     last_at: float
     name: str
+    grade_compile_s: float = 0.0  # every case's compiling so far, the one in progress excepted
 
     def compile_credit(self, at: float, cap: float = COMPILE_CREDIT_CAP_S) -> float:
         """Seconds of this case's time spent compiling or autotuning (the one in progress too),
@@ -255,6 +263,11 @@ class Snapshot:
         if self.compiling_since > 0:
             spent += max(0.0, at - self.compiling_since)
         return min(cap, max(0.0, spent))
+
+    def grade_compiling(self, at: float) -> float:
+        """Seconds of the whole grade spent compiling or autotuning, as the worker claims them
+        (for a message only, never a limit)."""
+        return self.grade_compile_s + (max(0.0, at - self.compiling_since) if self.compiling_since > 0 else 0.0)
 
     def programs_advancing(self, at: float) -> bool | None:
         """Under the interpreter, were the current launch's programs still starting one after
@@ -276,13 +289,13 @@ def read(path: Path) -> Snapshot | None:
         fields = struct.unpack(_FORMAT, data)
     except (OSError, struct.error):
         return None
-    *counts, compile_s, compiling_since, launch_at, last_at, name = fields
-    floats = (compile_s, compiling_since, launch_at, last_at)
+    *counts, compile_s, compiling_since, launch_at, last_at, name, grade_compile_s = fields
+    floats = (compile_s, compiling_since, launch_at, last_at, grade_compile_s)
     if any(not math.isfinite(v) or v < 0 for v in floats) or counts[4] > TIMING:
         return None
     text = name.split(b"\0", 1)[0].decode("utf-8", "replace")
     text = "".join(ch for ch in text if ch.isprintable())[:48]
-    return Snapshot(*counts, compile_s, compiling_since, launch_at, last_at, text)
+    return Snapshot(*counts, compile_s, compiling_since, launch_at, last_at, text, grade_compile_s)
 
 
 def _kernels(n: int) -> str:
@@ -345,3 +358,19 @@ def describe(snap: Snapshot | None, at: float, timed: tuple[int, int] | None = N
     elif snap.stage == WAITING:
         text += " A kernel that never ends, or one far too slow for this case."
     return text, slow
+
+
+def describe_grade(snap: Snapshot | None, at: float, limit_s: float) -> str:
+    """When the whole grade's limit fired: how much of it went to Triton's compiler and
+    autotuners, where that is a large share (an autotuner keyed on the shape benchmarks every
+    config again for each new one, and a kata has dozens of shapes)."""
+    if snap is None or limit_s <= 0:
+        return ""
+    spent = min(snap.grade_compiling(at), limit_s)
+    if spent < COMPILE_HEAVY_SHARE * limit_s:
+        return ""
+    return (f"{spent:.0f} s of the grade's {limit_s:g} s went to Triton compiling and autotuning: "
+            "an autotuner keyed on the shape (key=['M', 'N', 'K']) benchmarks each of its configs "
+            "again for every new shape, and the kata has many. Key it on fewer values (sizes "
+            "rounded to powers of 2), prune its configs, or raise the limit with --timeout S to get "
+            "the verdict.")
