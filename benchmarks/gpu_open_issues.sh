@@ -7,6 +7,8 @@
 #              sandbox, every stub fails (issues 33, 36)
 #   fair       the existing GPU cheats, the shared-GPU and slow-kernel tests, the sandbox's doors,
 #              the launch paths (issues 31, 32, 33)
+#   fair-rest  the part of fair not run on the final tree (the GPU cheats, the shared-GPU tests;
+#              about 300 s)
 #   grading    the rest of tests/gpu but the panel: grading, wrong solutions, torch_compute,
 #              transpose, compile-ahead
 #   anatomy    tests/gpu/test_gpu_anatomy.py (issue 34; the launch paths' anatomy tests run in fair)
@@ -17,6 +19,8 @@
 #   external   Liger-Kernel and FlagGems graded as submissions (issue 32): carry .whl/ with
 #              liger_kernel, flag_gems, sqlalchemy and greenlet wheels for Python 3.12; each
 #              grade's verdicts go to OUT_DIR/external-verdicts.jsonl
+#   flaggems-home  FlagGems' vector_add, layer_norm and gather_scatter with its cache in the
+#              worker's own home (issue 33) and float16 statistics diagnosed low_precision; carry .whl/
 #   envelope   the honest-error envelope on the GPU: bfloat16, fp8 and the large cases (issue 32)
 #   crash      compiler-crash candidates (issue 35)
 #   crashers   the two honest panel variants that failed to compile on an H200, graded by the
@@ -40,6 +44,10 @@ case "$part" in
   selftest) "${cut[@]}" python3 -m grader selftest --gpu >> "$log" 2>&1 ;;
   fair) pytest_ tests/gpu/test_gpu_cheats.py tests/gpu/test_gpu_shared.py tests/gpu/test_gpu_slow_not_hung.py \
           tests/gpu/test_gpu_sandbox.py tests/gpu/test_gpu_launch_paths.py >> "$log" 2>&1 ;;
+  fair-rest) pytest_ tests/gpu/test_gpu_cheats.py tests/gpu/test_gpu_shared.py >> "$log" 2>&1 ;;
+  flaggems-home) python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >> "$log" 2>&1
+            EXTERNAL_VERDICTS="$out/external-verdicts.jsonl" PYTHONPATH=/tmp/site pytest_ tests/external/test_flag_gems.py \
+              -k "vector_add or layer_norm or gather_scatter" >> "$log" 2>&1 ;;
   grading) pytest_ tests/gpu/test_gpu_grading.py tests/gpu/test_gpu_wrong.py tests/gpu/test_gpu_torch_compute.py \
              tests/gpu/test_gpu_transpose.py tests/gpu/test_gpu_compile_ahead.py >> "$log" 2>&1 ;;
   anatomy) pytest_ tests/gpu/test_gpu_anatomy.py >> "$log" 2>&1 ;;
