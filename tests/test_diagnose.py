@@ -157,6 +157,14 @@ def test_statistics_stored_in_float16_are_low_precision_not_a_tail():
     assert d.code == "low_precision", d
     assert "exactly a float16 value" in d.message and "torch.float32" in d.advice
     assert analyse(truth.bfloat16().float(), truth, **TOL).message.count("bfloat16") == 2
+    # Gradients accumulated in float16: a row of one index is a copy of float16 values, exact
+    # (and right); the rows summed from several are rounded, and wrong.
+    g = torch.Generator().manual_seed(0)
+    rows = torch.randn(6, 16, generator=g).half().double()
+    grad = torch.cat([rows[:4], (rows[4] + rows[5] + rows[0])[None]])
+    got = torch.cat([rows[:4], (rows[4].half() + rows[5].half() + rows[0].half()).double()[None]]).float()
+    d = analyse(got, grad, **TOL)
+    assert d.code == "low_precision", d
 
 
 def test_a_wrong_tail_of_values_exact_in_float16_anyway_is_still_a_tail():

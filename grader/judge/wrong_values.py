@@ -63,7 +63,7 @@ def analyse(got: torch.Tensor, expected: torch.Tensor, *, mode: str = "allclose"
     # Overflow first: NaN or 0 confined to rows of much larger inputs is not a grid bug, even
     # when those rows happen to come last.
     found = (_overflow(wrong, bad_w, nan_w, zero_w, magnitude, shape)
-             or _stored_low(got, expected, bool((bad_w & wrong).any()))
+             or _stored_low(got, expected, wrong, bool((bad_w & wrong).any()))
              or _tail(wrong, nan_w, zero_w, shape)
              or _row_end(wrong, nan_w, zero_w, shape)
              or (_spread_non_finite(g, shape) if mode == "norm" else None)
@@ -141,9 +141,11 @@ def exact_fraction(t: torch.Tensor, low: torch.dtype) -> float:
     return float((finite.to(low).double() == finite.double()).double().mean())
 
 
-def _stored_low(got: torch.Tensor, expected: torch.Tensor, bad: bool) -> Diagnosis | None:
-    """A float32 output whose every value a lower precision holds exactly, where the truth's are
-    not: it was computed or stored in that precision and converted. Checked before the tail,
+def _stored_low(got: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, bad: bool) -> Diagnosis | None:
+    """A float32 output whose every value a lower precision holds exactly, where the truth's
+    wrong ones are not: it was computed or stored in that precision and converted (where the
+    truth is exact there too, as a copied float16 row or a small integer is, the error is no
+    rounding). Checked before the tail,
     since such values round in or out of tolerance at random, and a few rounded out at the end
     of a short output (4 rows' statistics) are no grid that stops short. Needs no recomputation,
     so it holds in a float16 case too (whose statistics the kata still asks in float32)."""
@@ -151,7 +153,7 @@ def _stored_low(got: torch.Tensor, expected: torch.Tensor, bad: bool) -> Diagnos
         return None
     if int((torch.isfinite(got) & (got != 0)).sum()) < STORED_LOW_MIN:
         return None
-    truth = expected.to(got.dtype)
+    truth = expected.to(got.dtype).reshape(wrong.shape)[wrong]
     for low in DOWNGRADES:
         if exact_fraction(got, low) == 1.0 and exact_fraction(truth, low) <= 0.5:
             name = str(low).removeprefix("torch.")

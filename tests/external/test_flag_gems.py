@@ -73,8 +73,8 @@ def layer_norm_backward(dy, x, weight, mean, rstd):
     dx, dweight, dbias = gems.layer_norm_backward(dy, x, [x.shape[-1]], mean, rstd, weight,
                                                   torch.empty_like(weight), [True, True, True])
     return dx, dweight.float(), dbias.float()
-''', {"layer_norm": "limit: mean and rstd are stored in the input's dtype (float16/bfloat16 cases)",
-      "layer_norm_backward": "limit: dweight and dbias are stored in the weight's dtype (float16/bfloat16 cases)"}),
+''', {"layer_norm": "stored low: mean and rstd are stored in the input's dtype",
+      "layer_norm_backward": "stored low: dweight and dbias are stored in the weight's dtype"}),
     "prefix_sum": ('''
 def cumsum(x):
     return gems.cumsum(x, 1, dtype=x.dtype)
@@ -99,7 +99,7 @@ def embedding(indices, weight):
 def embedding_backward(indices, grad_out, num_embeddings):
     return gems.embedding_backward(grad_out, indices, num_embeddings).float()
 ''', {"embedding": "pass",
-      "embedding_backward": "limit: float16 and bfloat16 gradients are accumulated in their own dtype"}),
+      "embedding_backward": "stored low: float16 and bfloat16 gradients are accumulated in their own dtype"}),
     "activations": ('''
 def relu(x):
     return gems.relu(x)
