@@ -34,6 +34,7 @@ from grader.kata.format import Kata, load_kata
 from grader.profiling import run_maybe_profiled
 from grader.timing.perturb import Replay, tensors
 
+
 def load_spec(kata: Kata):
     spec = importlib.util.spec_from_file_location(f"kata_spec_{kata.name}", kata.spec_path)
     module = importlib.util.module_from_spec(spec)

@@ -145,10 +145,10 @@ def _stored_low(got: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, 
     """A float32 output whose every value a lower precision holds exactly, where the truth's
     wrong ones are not: it was computed or stored in that precision and converted (where the
     truth is exact there too, as a copied float16 row or a small integer is, the error is no
-    rounding). Checked before the tail,
-    since such values round in or out of tolerance at random, and a few rounded out at the end
-    of a short output (4 rows' statistics) are no grid that stops short. Needs no recomputation,
-    so it holds in a float16 case too (whose statistics the kata still asks in float32)."""
+    rounding). Checked before the tail, since such values round in or out of tolerance at
+    random, and a few rounded out at the end of a short output (4 rows' statistics) are no grid
+    that stops short. Needs no recomputation, so it holds in a float16 case too (whose
+    statistics the kata still asks in float32)."""
     if bad or got.dtype not in (torch.float32, torch.float64):
         return None
     if int((torch.isfinite(got) & (got != 0)).sum()) < STORED_LOW_MIN:
