@@ -398,6 +398,7 @@ def test_the_whole_grade_s_time_limit_names_the_compiling_that_took_it(tmp_path)
     _write_record(tmp_path, {"grade_compile_s": 149.0, "compiling_since": progress.now() - 1.0}, 1.0)
     text, slow = runner._how_far(referee, tmp_path, grade_limit_s=180.0)
     assert slow is True and "150 s of the grade's 180 s went to Triton compiling and autotuning" in text
+    assert "compiling or autotuning for 1 s" in text and "looks slow" not in text  # no kernel blamed
     # The case's own limit says nothing of the grade's compiling.
     text, _ = runner._how_far(referee, tmp_path)
     assert "of the grade's" not in text

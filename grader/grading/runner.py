@@ -228,9 +228,9 @@ def _how_far(referee: Referee, grade_dir: Path, grade_limit_s: float | None = No
     current = referee.current
     timed = referee.timed_calls(current["key"]) if current else None
     snapshot, now = progress.read(grade_dir / "progress.bin"), progress.now()
-    text, slow = progress.describe(snapshot, now, timed)
     compiling = progress.describe_grade(snapshot, now, grade_limit_s) if grade_limit_s else ""
-    if compiling:  # time spent compiling is no hang
+    text, slow = progress.describe(snapshot, now, timed, verdict=not compiling)
+    if compiling:  # time spent compiling is no hang, nor a slow kernel
         text, slow = f"{text} {compiling}".strip(), True
     return text, slow
 

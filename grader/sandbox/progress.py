@@ -302,10 +302,12 @@ def _kernels(n: int) -> str:
     return f"{n} Triton kernel{'s' if n != 1 else ''}"
 
 
-def describe(snap: Snapshot | None, at: float, timed: tuple[int, int] | None = None) -> tuple[str, bool | None]:
+def describe(snap: Snapshot | None, at: float, timed: tuple[int, int] | None = None,
+             verdict: bool = True) -> tuple[str, bool | None]:
     """(a sentence of how far the case had got when stopped at `at`, and whether that shows a
     slow kernel (True), a hang (False) or cannot tell (None)). `timed`: (timed calls made,
-    planned), where the parent knows them (a bench case's timing)."""
+    planned), where the parent knows them (a bench case's timing). verdict=False leaves out the
+    sentence that says which it looks like (the caller has a better one)."""
     if snap is None:
         return "", None
     parts, slow = [], None
@@ -349,6 +351,8 @@ def describe(snap: Snapshot | None, at: float, timed: tuple[int, int] | None = N
     if not parts:
         return "", slow
     text = "When stopped, " + "; ".join(parts) + "."
+    if not verdict:
+        return text, slow
     if slow:
         text += (" It was still making progress: the kernel looks slow, not hung. --timeout S "
                  "raises the limit, to get its verdict.")
