@@ -229,7 +229,7 @@ def _how_far(referee: Referee, grade_dir: Path, grade_limit_s: float | None = No
     timed = referee.timed_calls(current["key"]) if current else None
     snapshot, now = progress.read(grade_dir / "progress.bin"), progress.now()
     compiling = progress.describe_grade(snapshot, now, grade_limit_s) if grade_limit_s else ""
-    text, slow = progress.describe(snapshot, now, timed, verdict=not compiling)
+    text, slow = progress.describe(snapshot, now, timed, conclude=not compiling)
     if compiling:  # time spent compiling is no hang, nor a slow kernel
         text, slow = f"{text} {compiling}".strip(), True
     return text, slow

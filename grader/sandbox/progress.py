@@ -259,15 +259,16 @@ class Snapshot:
     def compile_credit(self, at: float, cap: float = COMPILE_CREDIT_CAP_S) -> float:
         """Seconds of this case's time spent compiling or autotuning (the one in progress too),
         as the worker claims them: capped, since the submission could write any figure."""
-        spent = self.compile_s
-        if self.compiling_since > 0:
-            spent += max(0.0, at - self.compiling_since)
-        return min(cap, max(0.0, spent))
+        return min(cap, max(0.0, self.compile_s + self._compiling_now(at)))
 
     def grade_compiling(self, at: float) -> float:
         """Seconds of the whole grade spent compiling or autotuning, as the worker claims them
         (for a message only, never a limit)."""
-        return self.grade_compile_s + (max(0.0, at - self.compiling_since) if self.compiling_since > 0 else 0.0)
+        return self.grade_compile_s + self._compiling_now(at)
+
+    def _compiling_now(self, at: float) -> float:
+        """The compile section in progress at `at`, if any."""
+        return max(0.0, at - self.compiling_since) if self.compiling_since > 0 else 0.0
 
     def programs_advancing(self, at: float) -> bool | None:
         """Under the interpreter, were the current launch's programs still starting one after
@@ -303,10 +304,10 @@ def _kernels(n: int) -> str:
 
 
 def describe(snap: Snapshot | None, at: float, timed: tuple[int, int] | None = None,
-             verdict: bool = True) -> tuple[str, bool | None]:
+             conclude: bool = True) -> tuple[str, bool | None]:
     """(a sentence of how far the case had got when stopped at `at`, and whether that shows a
     slow kernel (True), a hang (False) or cannot tell (None)). `timed`: (timed calls made,
-    planned), where the parent knows them (a bench case's timing). verdict=False leaves out the
+    planned), where the parent knows them (a bench case's timing). conclude=False leaves out the
     sentence that says which it looks like (the caller has a better one)."""
     if snap is None:
         return "", None
@@ -351,7 +352,7 @@ def describe(snap: Snapshot | None, at: float, timed: tuple[int, int] | None = N
     if not parts:
         return "", slow
     text = "When stopped, " + "; ".join(parts) + "."
-    if not verdict:
+    if not conclude:
         return text, slow
     if slow:
         text += (" It was still making progress: the kernel looks slow, not hung. --timeout S "
