@@ -6,6 +6,9 @@ says how far the call had got, so that a slow kernel is told from a hang
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -16,7 +19,7 @@ from cpu_timing import KeepAt, cpu_timing
 from grader.grading import runner
 from grader.kata.catalog import get_kata
 from grader.kata.time_limits import case_limit_s
-from grader.sandbox import progress
+from grader.sandbox import progress, watchdog
 from grader.timing import sizing
 
 # -- the timing's size ---------------------------------------------------------------------------
@@ -144,10 +147,11 @@ def test_compile_time_is_credited_capped_and_nested_sections_count_once(recorder
     assert forged.compile_credit(0.0) == progress.COMPILE_CREDIT_CAP_S
 
 
-def test_the_grade_s_compiling_outlives_each_case_and_is_named_when_it_took_the_limit(recorder, monkeypatch):
+def test_the_grade_s_compiling_lengthens_its_limit_up_to_the_limit_and_is_named_past_that(recorder, monkeypatch):
     """FlagGems' mm autotunes every new shape (about 12 s each on an H200): a whole grade ran out
     of its 180 s in the autotuner, and the time limit said only "compiling for 1 s", the section
-    then in progress."""
+    then in progress. The grade's compiling now lengthens its limit, as a case's does, up to the
+    limit itself; past that, the message says compiling took it."""
     rec, path = recorder
     clock = [100.0]
     monkeypatch.setattr(progress, "now", lambda: clock[0])
@@ -163,12 +167,40 @@ def test_the_grade_s_compiling_outlives_each_case_and_is_named_when_it_took_the_
         snap = progress.read(path)
         assert snap.compile_credit(clock[0]) == pytest.approx(3.0)  # a case's credit is its own
         assert snap.grade_compiling(clock[0]) == pytest.approx(147.0)
+        # All of it lengthens the grade's 180 s: the kernels and checks still get their 180 s.
+        assert snap.grade_compile_credit(clock[0], 180.0) == pytest.approx(147.0)
+        assert progress.describe_grade(snap, clock[0], 180.0) == ""
+        clock[0] += 40.0  # the same autotuning section goes on, past the limit's worth
+        snap = progress.read(path)
+        # Capped at the limit itself: the submission could write any figure.
+        assert snap.grade_compile_credit(clock[0], 180.0) == pytest.approx(180.0)
         said = progress.describe_grade(snap, clock[0], 180.0)
-    assert said.startswith("147 s of the grade's 180 s went to Triton compiling and autotuning")
+    assert said.startswith("187 s of the grade went to Triton compiling and autotuning, more than "
+                           "the 180 s by which its 180 s limit is lengthened for them"), said
     assert "key=['M', 'N', 'K']" in said and "--timeout" in said
-    # A grade that mostly ran kernels is not told so, and no record says nothing.
+    # A longer limit lengthens further, and no record says nothing.
     assert progress.describe_grade(snap, clock[0], 1000.0) == ""
     assert progress.describe_grade(None, clock[0], 180.0) == ""
+    forged = progress.Snapshot(0, 0, 0, 0, progress.CALL, 0.0, 0.0, 0.0, 0.0, "", 1e9)
+    assert forged.grade_compile_credit(0.0, 180.0) == 180.0
+
+
+def test_the_watchdog_lengthens_the_wall_time_only_by_what_it_is_told():
+    limits = watchdog.ResourceLimits(wall_s=0.4, memory_bytes=1 << 34, processes=64, output_bytes=1 << 20)
+    for more, at_least in ((0.0, 0.4), (2.0, 2.4)):
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            started = time.monotonic()
+            breach = watchdog.watch(proc, limits, Path(os.devnull), {}, lengthen=lambda: more)
+            waited = time.monotonic() - started
+        finally:
+            proc.kill()
+            proc.wait()
+        assert breach.kind == "time" and at_least <= waited < at_least + 5, (more, waited)
+        if more:
+            assert "more than 2 s (its limit, 0.4 s, and 2 s more for compiling)" in breach.message
+        else:
+            assert breach.message.endswith("ran for more than 0.4 s")
 
 
 def test_a_record_that_makes_no_sense_is_not_read(tmp_path):
@@ -394,16 +426,63 @@ def test_in_the_worker_the_launch_count_sits_on_top_of_the_progress_record():
 
 def test_the_whole_grade_s_time_limit_names_the_compiling_that_took_it(tmp_path):
     referee = _Referee("matmul/decode_m1_t/bfloat16", 30.0, 1.0)
-    # 150 s of 180 autotuning, the last section 1 s old: compiling, no hang.
-    _write_record(tmp_path, {"grade_compile_s": 149.0, "compiling_since": progress.now() - 1.0}, 1.0)
+    # 200 s autotuning, more than the 180 s the grade's 180 s limit is lengthened by; the last
+    # section 1 s old: compiling, no hang.
+    _write_record(tmp_path, {"grade_compile_s": 199.0, "compiling_since": progress.now() - 1.0}, 1.0)
+    assert runner.grade_compile_credit(tmp_path, 180.0) == pytest.approx(180.0)
     text, slow = runner._how_far(referee, tmp_path, grade_limit_s=180.0)
-    assert slow is True and "150 s of the grade's 180 s went to Triton compiling and autotuning" in text
+    assert slow is True and "200 s of the grade went to Triton compiling and autotuning" in text
     assert "compiling or autotuning for 1 s" in text and "looks slow" not in text  # no kernel blamed
     # The case's own limit says nothing of the grade's compiling.
     text, _ = runner._how_far(referee, tmp_path)
     assert "of the grade's" not in text
-    # A grade that ran kernels most of the time is told only how far it got.
-    _write_record(tmp_path, {"grade_compile_s": 20.0, "last_at": progress.now() - 30.0}, 30.0)
+    # A grade whose compiling was all added to its limit ran out running kernels, and is told only
+    # how far it got.
+    _write_record(tmp_path, {"grade_compile_s": 150.0, "last_at": progress.now() - 30.0}, 30.0)
+    assert runner.grade_compile_credit(tmp_path, 180.0) == pytest.approx(150.0)
     text, slow = runner._how_far(referee, tmp_path, grade_limit_s=180.0)
     assert "of the grade's" not in text and slow is False
 
+
+
+AUTOTUNED_ADD = """
+import time
+import torch
+import triton
+import triton.language as tl
+from grader.sandbox import progress
+
+@triton.jit
+def _add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+_tuned = set()
+
+def vector_add(x, y):
+    # An autotuner keyed on the size: each new size benchmarks its configs ({tune_s} s), told to
+    # the progress record as Triton's own autotuner is.
+    if x.numel() not in _tuned:
+        _tuned.add(x.numel())
+        with progress.record.compiling():
+            time.sleep({tune_s})
+    out = torch.empty_like(x)
+    _add[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+    return out
+"""
+
+
+def test_a_grade_that_autotunes_each_size_gets_its_compiling_added_to_its_limit(tmp_path, grade_interpret):
+    """Four sizes autotuned 2 s each: 8 s of compiling in a grade limited to 8 s, which ran out
+    of time before; now its limit is lengthened by them. Given only 3 s, the same grade spends
+    more than the 3 s added and stops, saying compiling took it."""
+    cases = ["small", "two_blocks", "one", "two"]
+    path = tmp_path / "solution.py"
+    path.write_text(AUTOTUNED_ADD.format(tune_s=2.0))
+    result = grade_interpret("vector_add", path, timeout_s=8.0, case_timeout_s=60.0, only_cases=cases)
+    assert result.correct and result.status != "error", result.message
+    result = grade_interpret("vector_add", path, timeout_s=3.0, case_timeout_s=60.0, only_cases=cases)
+    assert result.status == "error" and result.diagnoses[0]["code"] == "time_limit", result.message
+    assert "(its limit, 3 s, and 3 s more for compiling)" in result.message, result.message
+    assert "more than the 3 s by which its 3 s limit is lengthened for them" in result.message

@@ -183,7 +183,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                 referee.start()
                 try:
                     breach = watchdog.watch(proc, limits, output_path, seen,
-                                            extra=lambda: _overdue(referee, plan_dicts, kata, tmp_path))
+                                            extra=lambda: _overdue(referee, plan_dicts, kata, tmp_path),
+                                            lengthen=lambda: grade_compile_credit(tmp_path, limits.wall_s))
                     if breach is not None and breach.kind == "time" and breach.case is None:
                         how_far = _how_far(referee, tmp_path, grade_limit_s=limits.wall_s)
                 finally:
@@ -219,6 +220,13 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          referee.timeline, referee.given_up, referee.timed, referee.env,
                          referee.sandbox, referee.timing_reports, referee.retimed,
                          referee.remeasured, watch.processes, watch.method, *how_far, copied)
+
+
+def grade_compile_credit(grade_dir: Path, limit_s: float) -> float:
+    """The seconds the whole grade's limit is lengthened by: the grade's compiling and
+    autotuning as the worker's progress record claims them, capped (grader.sandbox.progress)."""
+    snapshot = progress.read(grade_dir / "progress.bin")
+    return snapshot.grade_compile_credit(progress.now(), limit_s) if snapshot else 0.0
 
 
 def _how_far(referee: Referee, grade_dir: Path, grade_limit_s: float | None = None) -> tuple[str, bool | None]:

@@ -8,7 +8,8 @@ autotuning. The parent reads it for two things only, so a submission that forges
 the worker's process) gains nothing a verdict rests on:
 
 - the compile credit: a case's time limit is lengthened by the seconds its calls spent in
-  Triton's compiler and autotuner, capped (COMPILE_CREDIT_CAP_S);
+  Triton's compiler and autotuner, capped (COMPILE_CREDIT_CAP_S), and the whole grade's limit by
+  the grade's, capped at the limit itself (GRADE_COMPILE_CREDIT_SHARE);
 - when a limit fires, a sentence saying how far the call had got, so that a slow kernel (still
   running programs, still launching) is told from one that hangs (nothing new for seconds), and,
   when the whole grade's limit fires, how much of the grade went to compiling and autotuning.
@@ -36,8 +37,10 @@ _GRADE_COMPILE_S = 120
 
 IDLE, BASELINE, CALL, WAITING, TIMING = range(5)
 COMPILE_CREDIT_CAP_S = 60.0  # at most this much compiling lengthens one case's limit
-# The whole grade's limit is named as spent compiling when at least this share of it was.
-COMPILE_HEAVY_SHARE = 0.4
+# The whole grade's compiling lengthens its limit too, by at most this share of the limit: an
+# honest autotuner keyed on the shape benchmarks its configs again for each of the kata's
+# dozens of shapes; a hang still stops at its case's limit.
+GRADE_COMPILE_CREDIT_SHARE = 1.0
 ADVANCING_GRACE = 1.0  # an interpreted launch still running programs gets this much of its limit again
 STALL_S = 2.0  # nothing new for this long (and several times the usual pace): not progressing
 
@@ -263,8 +266,14 @@ class Snapshot:
 
     def grade_compiling(self, at: float) -> float:
         """Seconds of the whole grade spent compiling or autotuning, as the worker claims them
-        (for a message only, never a limit)."""
+        (for a message; the limit takes grade_compile_credit)."""
         return self.grade_compile_s + self._compiling_now(at)
+
+    def grade_compile_credit(self, at: float, limit_s: float) -> float:
+        """Seconds the whole grade's limit is lengthened by: its compiling and autotuning,
+        capped at GRADE_COMPILE_CREDIT_SHARE of the limit, since the submission could write any
+        figure."""
+        return min(GRADE_COMPILE_CREDIT_SHARE * limit_s, max(0.0, self.grade_compiling(at)))
 
     def _compiling_now(self, at: float) -> float:
         """The compile section in progress at `at`, if any."""
@@ -366,16 +375,16 @@ def describe(snap: Snapshot | None, at: float, timed: tuple[int, int] | None = N
 
 
 def describe_grade(snap: Snapshot | None, at: float, limit_s: float) -> str:
-    """When the whole grade's limit fired: how much of it went to Triton's compiler and
-    autotuners, where that is a large share (an autotuner keyed on the shape benchmarks every
-    config again for each new one, and a kata has dozens of shapes)."""
+    """When the whole grade's limit fired: that compiling and autotuning took more than the
+    lengthening they get (grade_compile_credit), where they did; else the grade ran out of time
+    for its kernels and checks, and says nothing here."""
     if snap is None or limit_s <= 0:
         return ""
-    spent = min(snap.grade_compiling(at), limit_s)
-    if spent < COMPILE_HEAVY_SHARE * limit_s:
+    spent, allowed = snap.grade_compiling(at), GRADE_COMPILE_CREDIT_SHARE * limit_s
+    if spent < allowed:
         return ""
-    return (f"{spent:.0f} s of the grade's {limit_s:g} s went to Triton compiling and autotuning: "
-            "an autotuner keyed on the shape (key=['M', 'N', 'K']) benchmarks each of its configs "
-            "again for every new shape, and the kata has many. Key it on fewer values (sizes "
-            "rounded to powers of 2), prune its configs, or raise the limit with --timeout S to get "
-            "the verdict.")
+    return (f"{spent:.0f} s of the grade went to Triton compiling and autotuning, more than the "
+            f"{allowed:g} s by which its {limit_s:g} s limit is lengthened for them: an autotuner keyed "
+            "on the shape (key=['M', 'N', 'K']) benchmarks each of its configs again for every new "
+            "shape, and the kata has many. Key it on fewer values (sizes rounded to powers of 2), "
+            "prune its configs, or raise the limit with --timeout S to get the verdict.")

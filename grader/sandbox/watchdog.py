@@ -89,13 +89,14 @@ def descendants(root: int, table: dict[int, tuple[int, int, int]]) -> list[int]:
 
 
 def watch(proc: subprocess.Popen, limits: ResourceLimits, output_path: Path,
-          seen: dict[int, int], extra=None, poll_s: float = POLL_S) -> Breach | None:
+          seen: dict[int, int], extra=None, poll_s: float = POLL_S, lengthen=None) -> Breach | None:
     """Wait for proc to exit; returns the first limit it broke (the caller kills it).
 
     `seen` collects every process of the tree (pid -> start time), so processes that left the
     process group can still be killed afterwards. `extra()`, polled too, returns a Breach of a
-    limit the caller keeps (a case's own time limit). poll_s: how often the process table is
-    read (each read scans /proc).
+    limit the caller keeps (a case's own time limit). `lengthen()`, asked only once the wall
+    time has passed, returns the seconds it is lengthened by (the caller bounds them). poll_s: how
+    often the process table is read (each read scans /proc).
     """
     deadline = time.monotonic() + limits.wall_s
     can_scan = os.path.isdir("/proc/self")
@@ -105,9 +106,13 @@ def watch(proc: subprocess.Popen, limits: ResourceLimits, output_path: Path,
             return None
         except subprocess.TimeoutExpired:
             pass
-        if time.monotonic() > deadline:
-            return Breach("time", f"Time limit exceeded: the submission ran for more than "
-                                  f"{limits.wall_s:g} s")
+        late = time.monotonic() - deadline
+        if late > 0:
+            more = lengthen() if lengthen else 0.0
+            if late > more:
+                ran = f"{limits.wall_s:g} s" if more < 1 else \
+                    f"{limits.wall_s + more:.0f} s (its limit, {limits.wall_s:g} s, and {more:.0f} s more for compiling)"
+                return Breach("time", f"Time limit exceeded: the submission ran for more than {ran}")
         breach = extra() if extra else None
         if breach:
             return breach
