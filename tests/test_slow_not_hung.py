@@ -366,10 +366,12 @@ def test_the_interpreters_case_cap_tells_a_slow_kernel_from_a_hang(tmp_path):
     assert "ran for more than 6 s" in slow.message  # its limit, and as much again while running programs
     assert "slow_add" in slow.message and "slow, not hung" in slow.message and "of the 250" in slow.message
     assert "never ends" not in slow.message
+    assert slow.diagnoses[0]["advice"].startswith("it was still working, not hung")
     hung = _grade_small(tmp_path, HANG, 3.0)
     assert hung.status == "error" and [d["code"] for d in hung.diagnoses] == ["time_limit"]
     assert "ran for more than 3 s" in hung.message and "program 1 of the 4" in hung.message
     assert "looks like a hang" in hung.message and "slow, not hung" not in hung.message
+    assert "infinite loop" in hung.diagnoses[0]["advice"]
 
 
 def test_a_compiled_kernel_launched_without_jit_function_run_is_counted_once(recorder, monkeypatch):
@@ -484,5 +486,9 @@ def test_a_grade_that_autotunes_each_size_gets_its_compiling_added_to_its_limit(
     assert result.correct and result.status != "error", result.message
     result = grade_interpret("vector_add", path, timeout_s=3.0, case_timeout_s=60.0, only_cases=cases)
     assert result.status == "error" and result.diagnoses[0]["code"] == "time_limit", result.message
+    # Still working, not hung: no advice to look for an infinite loop; and the case in flight when
+    # the grade's limit fired (the hidden case "one") is no hidden edge case the kernel fails.
+    assert [d["code"] for d in result.diagnoses] == ["time_limit"], result.diagnoses
+    assert result.diagnoses[0]["advice"].startswith("it was still working, not hung"), result.diagnoses
     assert "(its limit, 3 s, and 3 s more for compiling)" in result.message, result.message
     assert "more than the 3 s by which its 3 s limit is lengthened for them" in result.message

@@ -278,6 +278,6 @@ def _overdue(referee: Referee, plan: list[dict], kata: Kata, grade_dir: Path) ->
     return watchdog.Breach("time", (
         f"Time limit exceeded: case {planned['task']}/{planned['case']} [{planned['dtype']}] "
         f"({shape}) ran for more than {current['limit_s'] + credit + advancing:.0f} s ({what}{compiling}). "
-        f"{how_far}{advice}").replace("  ", " ").strip(), case=current["key"])
+        f"{how_far}{advice}").replace("  ", " ").strip(), case=current["key"], slow=slow)
 
 

@@ -179,6 +179,7 @@ def verdict(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Plann
         stop_code = fatal.get("code", "cuda_fault")
     else:
         stop_code = _stop_code(run)
+    stop_advice = _stop_advice(run) if stop_code == "time_limit" else ""
     stop_named = False
     tasks = []
     for task in kata.tasks:
@@ -199,7 +200,7 @@ def verdict(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Plann
                 if grade_cheat:  # named once, for the whole grade
                     cases.append(case)
                     continue
-                detail = failure_codes.Diagnosis(stop_code, failure_codes.first_line(message)).to_dict()
+                detail = failure_codes.Diagnosis(stop_code, failure_codes.first_line(message), stop_advice).to_dict()
                 stop_named = True
             elif run.stopped_at and case.status == NOT_RUN:
                 case.message = "not run: --fail-fast stopped at the first failing case"
@@ -212,7 +213,9 @@ def verdict(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Plann
                                 baseline=task.baseline_name, cases=cases, correct=False))
     for t in tasks:
         summarise_task(t, kata.roofline_target)
-    hidden = failure_codes.hidden_only([c for t in tasks for c in t.cases])
+    # A case the whole grade's time limit stopped was only the one in flight: no edge case of its.
+    stopped_by_grade_limit = in_progress["key"] if in_progress and run.timed_out and not run.breach.case else None
+    hidden = failure_codes.hidden_only([c for t in tasks for c in t.cases if _label(c) != stopped_by_grade_limit])
     if hidden:
         found, failed = hidden
         findings.diagnosis(found, _label(failed[0]), count=len(failed))
@@ -221,7 +224,7 @@ def verdict(kata: Kata, submission: Path, mode: str, seed: int, plan: list[Plann
     elif load_error:
         findings.diagnosis(failure_codes.Diagnosis("load_error", failure_codes.first_line(message)), None)
     elif (fatal or not done) and not stop_named:
-        findings.diagnosis(failure_codes.Diagnosis(stop_code, failure_codes.first_line(message)), None)
+        findings.diagnosis(failure_codes.Diagnosis(stop_code, failure_codes.first_line(message), stop_advice), None)
     failure_codes.attach_compiler_lines([c for t in tasks for c in t.cases], findings.diagnoses, run.output)
     cheats = findings.cheats
 
@@ -268,6 +271,16 @@ def _stop_code(run: WorkerRun) -> str:
     if run.timed_out:
         return "time_limit"
     return "limit_exceeded" if run.breach else "crashed"
+
+
+def _stop_advice(run: WorkerRun) -> str:
+    """What to do about a time limit, where how far the worker had got showed it still working
+    (compiling, autotuning, a slow kernel); "" leaves the advice for a hang."""
+    slow = run.breach.slow if run.breach.case else run.how_far_slow
+    if not slow:
+        return ""
+    return ("it was still working, not hung (the message says at what): make that faster, or raise "
+            "the limit with --timeout S to get the verdict")
 
 
 def _timing_failure(case: CaseResult, failure: dict) -> dict | None:

@@ -47,6 +47,7 @@ class Breach:
     kind: str  # time | memory | processes | output
     message: str
     case: str | None = None  # the case that broke its own time limit
+    slow: bool | None = None  # a time limit: still working (True), hung (False), cannot tell (None)
 
 
 def _stat(pid: int | str) -> list[str] | None:
