@@ -19,6 +19,9 @@
 #   external   Liger-Kernel and FlagGems graded as submissions (issue 32): carry .whl/ with
 #              liger_kernel, flag_gems, sqlalchemy and greenlet wheels for Python 3.12; each
 #              grade's verdicts go to OUT_DIR/external-verdicts.jsonl
+#   tutorials  Triton's own tutorials (vector add, fused softmax, matmul, dropout, layer norm)
+#              graded as submissions, on the GPU and on the interpreter: carry .tutorials/
+#              (benchmarks/fetch_triton_tutorials.py); verdicts to OUT_DIR/tutorials-verdicts.jsonl
 #   flaggems-home  FlagGems' vector_add, layer_norm and gather_scatter with its cache in the
 #              worker's own home (issue 33) and float16 statistics diagnosed low_precision; carry .whl/
 #   envelope   the honest-error envelope on the GPU: bfloat16, fp8 and the large cases (issue 32)
@@ -58,6 +61,8 @@ case "$part" in
              -k "not (adamw or cross_entropy or softmax or layer_norm or flash_attention)" >> "$log" 2>&1 ;;
   external) python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >> "$log" 2>&1
             EXTERNAL_VERDICTS="$out/external-verdicts.jsonl" PYTHONPATH=/tmp/site pytest_ tests/external >> "$log" 2>&1 ;;
+  tutorials) EXTERNAL_VERDICTS="$out/tutorials-verdicts.jsonl" pytest_ tests/external/test_triton_tutorials.py \
+               tests/external/test_triton_tutorials_interpreter.py tests/external/test_tutorial_source.py >> "$log" 2>&1 ;;
   envelope) python3 benchmarks/honest_envelope.py --mode gpu --seeds 1 --cases checked --budget-s 270 \
               --out "$out/h200-honest-envelope.json" >> "$log" 2>&1 ;;
   crashers) for spec in prefix_sum:prefix_sum_two_level_tile:long_rows matmul_lowp:matmul_lowp_grouped_kmajor:extremes; do
