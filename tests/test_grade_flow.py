@@ -102,6 +102,7 @@ def test_the_cli_and_the_reports_show_the_grade_time_by_phase():
     result = grade(get_kata("vector_add"), get_kata("vector_add").reference_path, "interpret")
     shown = format_result(result)
     assert f"graded in {result.duration_s:.1f} s (start-up " in shown and "checked cases" in shown
+    assert result.compile_s is not None and "compiling" not in grade_time(result)  # the interpreter compiles nothing
     assert f"| Grade time | {grade_time(result)} |" in render_report(result, "md")
     assert f"<th>Grade time</th><td>{grade_time(result)}</td>" in render_report(result, "html")
 

@@ -484,6 +484,10 @@ def test_a_grade_that_autotunes_each_size_gets_its_compiling_added_to_its_limit(
     path.write_text(AUTOTUNED_ADD.format(tune_s=2.0))
     result = grade_interpret("vector_add", path, timeout_s=8.0, case_timeout_s=60.0, only_cases=cases)
     assert result.correct and result.status != "error", result.message
+    # The grade says where its time went.
+    from grader.results.report import grade_time
+    assert 8.0 <= result.compile_s < 12.0 and result.duration_s > 8.0, (result.compile_s, result.duration_s)
+    assert grade_time(result).endswith(f", {result.compile_s:.1f} s of it Triton compiling and autotuning")
     result = grade_interpret("vector_add", path, timeout_s=3.0, case_timeout_s=60.0, only_cases=cases)
     assert result.status == "error" and result.diagnoses[0]["code"] == "time_limit", result.message
     # Still working, not hung: no advice to look for an infinite loop; and the case in flight when

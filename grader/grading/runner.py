@@ -76,6 +76,7 @@ def grade(kata: Kata, submission: Path, mode: str | None = None, *, seed: int | 
     result = verdict(kata, submission, mode, seed, plan, run, limits)
     keep_ceilings(run, result)
     result.phases_s = phases(run.timeline, started, ended, timed=not run.timing_skipped)
+    result.compile_s = run.compile_s
     result.duration_s = round(time.monotonic() - started, 2)
     if only_cases:
         result.only_cases = sorted(set(only_cases))
@@ -196,6 +197,8 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                     referee.join(timeout=60)
                     referee.release()
             changed = [str(p) for p, fp in fingerprints(protected).items() if fp != before.get(p)]
+            compiled = progress.read(tmp_path / "progress.bin")
+            compile_s = round(compiled.grade_compiling(progress.now()), 2) if compiled else None
             killed = breach is not None or proc.returncode is None or proc.returncode < 0
             events, corrupt = protocol.read_events(results_path, killed)
             copied = kernel_anatomy.copy_files(tmp_path / "anatomy", options.get("profile_dir"))
@@ -219,7 +222,7 @@ def _run_worker(kata: Kata, submission: Path, mode: str, seed: int, plan: list[P
                          referee.timing_failures, referee.stopped_at, referee.timing_skipped,
                          referee.timeline, referee.given_up, referee.timed, referee.env,
                          referee.sandbox, referee.timing_reports, referee.retimed,
-                         referee.remeasured, watch.processes, watch.method, *how_far, copied)
+                         referee.remeasured, watch.processes, watch.method, *how_far, copied, compile_s)
 
 
 def grade_compile_credit(grade_dir: Path, limit_s: float) -> float:

@@ -60,6 +60,7 @@ class WorkerRun:
     how_far: str = ""  # where a worker stopped by the whole grade's time limit had got (grader.sandbox.progress)
     how_far_slow: bool | None = None  # and whether that showed a slow kernel (True) or a hang (False)
     profile_files: dict = field(default_factory=dict)  # `--profile`: file name -> where it was copied
+    compile_s: float | None = None  # the grade's compiling and autotuning, as the worker's record claims
 
     @property
     def timed_out(self) -> bool:

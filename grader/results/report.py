@@ -47,7 +47,10 @@ def grade_time(result: GradeResult) -> str:
     if result.duration_s is None:
         return "-"
     shown = [f"{PHASE_NAMES.get(name, name)} {seconds:.1f} s" for name, seconds in result.phases_s.items()]
-    return f"{result.duration_s:.1f} s" + (f" ({', '.join(shown)})" if shown else "")
+    compiling = getattr(result, "compile_s", None)
+    # Where a slow grade's time went, often: an autotuner benchmarking its configs for each shape.
+    compiled = f", {compiling:.1f} s of it Triton compiling and autotuning" if compiling and compiling >= 0.5 else ""
+    return f"{result.duration_s:.1f} s" + (f" ({', '.join(shown)})" if shown else "") + compiled
 
 
 def speed_notes(result: GradeResult) -> list[str]:

@@ -112,6 +112,9 @@ class GradeResult:
     duration_s: float | None = None
     # Where duration_s went: start_up, checked_cases, timing (grader.grading.runner.phases).
     phases_s: dict[str, float] = field(default_factory=dict)
+    # Seconds of it the worker spent in Triton's compiler and autotuners, as it reported them
+    # (within checked_cases and timing; the compile-ahead helpers' compiling is not counted).
+    compile_s: float | None = None
     speed_measured: bool = False
     cheat: str | None = None  # the first named cheat reason, when the grade was rejected as one
     # Once per reason: {reason, count (cases), first_case (None: the whole grade), message}.

@@ -133,3 +133,22 @@ def test_compiling_and_autotuning_for_each_dtype_lengthen_the_cases_limit(tmp_pa
     # What is held is the time limit; the speed (0.89x against 0.9x once, on an H200) is not.
     assert result.correct and result.status in ("pass", "fail") and result.speedup, result.message
     assert "time_limit" not in [d["code"] for d in result.diagnoses]
+
+
+def test_the_whole_grades_limit_is_lengthened_by_its_autotuning(tmp_path):
+    """Twelve configurations, compiled afresh and benchmarked for every size and dtype, take
+    more of a grade than a 15 s whole-grade limit: that limit is lengthened by the grade's
+    compiling and autotuning (at most by 15 s more), so the grade gets its verdict, or, where
+    compiling took more than that, says so. Before, it stopped at 15 s as if the kernel hung."""
+    import secrets
+
+    limit_s = 15.0
+    source = AUTOTUNED.replace("SALT", secrets.token_hex(8))
+    result = grade(get_kata("vector_add"), _solution(tmp_path, source), "gpu", timeout_s=limit_s,
+                   case_timeout_s=60)
+    assert result.compile_s and result.duration_s > limit_s, (result.compile_s, result.duration_s, result.message)
+    if "time_limit" in [d["code"] for d in result.diagnoses]:
+        assert f"its {limit_s:g} s limit is lengthened for them" in result.message, result.message
+        assert result.compile_s > limit_s
+    else:
+        assert result.correct and result.status in ("pass", "fail") and result.speedup, result.message
