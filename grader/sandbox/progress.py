@@ -13,6 +13,8 @@ the worker's process) gains nothing a verdict rests on:
 - when a limit fires, a sentence saying how far the call had got, so that a slow kernel (still
   running programs, still launching) is told from one that hangs (nothing new for seconds), and,
   when the whole grade's limit fires, how much of the grade went to compiling and autotuning.
+
+The grade's report also shows those compile seconds (GradeResult.compile_s), as a figure only.
 """
 
 from __future__ import annotations
