@@ -570,6 +570,17 @@ def test_a_near_miss_in_one_call_is_not_called_a_race(checker, tmp_path):
     assert "race" not in found["message"] + found["advice"]
 
 
+def test_float16_storage_failing_in_one_call_keeps_its_name(checker, tmp_path):
+    # Triton's layer-norm tutorial sums dweight's partials in float16: one draw of two lands
+    # outside the tolerance, and every value is a float16 one. The cause is the storage, named
+    # as such, not "an error that depends on the values".
+    again = _truth(checker, AGAIN).half().float()
+    result = checker.check_case(PLANNED, _ran(tmp_path, _truth(checker), again))
+    found = result["diagnosis"]
+    assert result["cheat"] is None and found["code"] == "low_precision", found
+    assert "exactly a float16 value" in found["message"] and "the first call passed but the second" in found["message"]
+
+
 def test_a_small_input_dependent_error_is_not_called_a_race(checker, tmp_path):
     # Scattered errors 3x the tolerance in one call, no honest pattern: input-dependent, no race.
     first = _truth(checker).double()

@@ -417,11 +417,12 @@ def _most_used(*verdicts: dict) -> dict[str, float] | None:
 def _one_call_failed(found: failure_codes.Diagnosis, verdict: dict, what: str,
                      which: str) -> failure_codes.Diagnosis:
     """One checked call of two failed. A near miss (an error of the size rounding produces) keeps
-    its name: a draw that lands just outside the tolerance is not a race. Otherwise the error
-    depends on the input values; a race is only one candidate among them, and with errors within
-    NEAR_MISS times the tolerance it is not suggested at all."""
-    if found.code == "near_miss":
-        return failure_codes.Diagnosis("near_miss", f"{found.message}; {what}, so the draw decides how "
+    its name, and so does low precision (every value of the output a float16 one): a draw that
+    lands just outside the tolerance is not a race, and narrower storage is a cause of its own.
+    Otherwise the error depends on the input values; a race is only one candidate among them,
+    and with errors within NEAR_MISS times the tolerance it is not suggested at all."""
+    if found.code in ("near_miss", "low_precision"):
+        return failure_codes.Diagnosis(found.code, f"{found.message}; {what}, so the draw decides how "
                                        "far the rounding goes", found.advice)
     leaf = verdict.get("leaf") or {}
     times = (excess(leaf["got"], leaf["expected"], atol=leaf["atol"], rtol=leaf["rtol"],

@@ -3,13 +3,16 @@
 without .tutorials/ (as in CI; benchmarks/fetch_triton_tutorials.py fills it). Few cases each:
 the interpreter is slow.
 
-Not here: the fused softmax sizes its persistent grid from the compiled kernel's registers
-(`softmax_kernel.warmup(...)`, `kernel.n_regs`), which the interpreter does not compile; the
-matrix multiplication autotunes 16 configurations of float16 tl.dot per shape.
+The matrix multiplication autotunes, which needs a GPU to time its configurations: graded here,
+it gets `gpu_only_feature` (the advice: launch one fixed configuration on the CPU), as a
+learner's autotuned kernel does. Not here: the fused softmax sizes its persistent grid from the
+compiled kernel's registers (`softmax_kernel.warmup(...)`, `kernel.n_regs`), which the
+interpreter does not compile.
 
 The interpreter has no driver, and vector add reads its device from one at import
-(`triton.runtime.driver.active.get_active_torch_device()`): the prelude sets one that answers
-"cpu" before the import. The kernels are the tutorial's, untouched."""
+(`triton.runtime.driver.active.get_active_torch_device()`), matmul its backend: the prelude sets
+one that answers those two ("cpu") and passes anything else to the missing driver, which raises
+as it would for a learner. The kernels are the tutorial's, untouched."""
 
 from __future__ import annotations
 
@@ -34,13 +37,22 @@ class _InterpreterDriver:
     def get_active_torch_device(self):
         return torch.device("cpu")
 
+    def get_current_target(self):  # the matmul tutorial picks its autotuning configs by backend
+        from types import SimpleNamespace
+        return SimpleNamespace(backend="cpu", arch="", warp_size=32)
+
+    def __getattr__(self, name):  # anything else: what the interpreter's missing driver says
+        return getattr(triton.runtime.driver.default, name)
+
 
 triton.runtime.driver.set_active(_InterpreterDriver())
 '''
 
+SEED = 1
 ONLY_CASES = {
     "vector_add": ["small", "one", "pow2_plus_1", "odd_tail"],
     "dropout": ["small", "identity", "new_seed", "many_blocks", "seed_64bit", "tall"],
+    "matmul": ["small", "k_tail", "small_gelu"],
     "layer_norm": ["small", "strided_small", "offset_tail", "long_row",
                    "bwd_small", "bwd_strided_small", "bwd_many_rows", "bwd_long_row"],
 }
@@ -54,13 +66,18 @@ FAILURES = {
                    ("layer_norm_backward", "bwd_long_row", "float32"): "exception",
                    ("layer_norm_backward", "bwd_long_row", "float16"): "exception",
                    ("layer_norm_backward", "bwd_many_rows", "float16"): "low_precision"},
+    "matmul": {("matmul", "small", "float16"): "gpu_only_feature",
+               ("matmul", "k_tail", "float16"): "gpu_only_feature",
+               ("matmul_bias_act", "small_gelu", "float16"): "not_implemented"},
 }
 
 
 @pytest.mark.parametrize("kata", sorted(ONLY_CASES))
 def test_triton_tutorial_on_the_interpreter(tmp_path, grade_interpret, kata):
     path = write(tmp_path, submission(tmp_path, kata, PRELUDE))
-    result = grade_interpret(kata, path, only_cases=ONLY_CASES[kata])
+    # One seed: whether a float16 draw of dweight lands outside the tolerance on the small
+    # backward cases too depends on the values (it is diagnosed low_precision either way).
+    result = grade_interpret(kata, path, only_cases=ONLY_CASES[kata], seed=SEED)
     check(result, WRAPPERS[kata][2])
     failed = {(c.task, c.name, c.dtype): c.diagnosis for c in result.cases if c.status in ("fail", "error")}
     assert failed == FAILURES.get(kata, {}), failed
