@@ -68,16 +68,47 @@ def test_fail_fast_stops_at_the_first_failing_case_and_progress_hears_each_case(
     assert [e["type"] for e in events[:2]] == ["start", "case"]
 
 
-def test_an_autotuned_kernel_on_the_interpreter_is_told_why_and_what_to_do():
-    # @triton.autotune needs a GPU driver: an error with advice, never a cheat (on a GPU it passes:
+def test_an_autotuned_kernel_on_the_interpreter_runs_its_first_configuration():
+    # @triton.autotune times its configurations with the GPU driver, which the interpreter has
+    # not: its first configuration runs, and the honest kernel passes (on a GPU it is autotuned:
     # tests/gpu/test_gpu_grading.py).
     from pathlib import Path
 
     path = Path(__file__).parent / "fixtures" / "vector_add_autotuned.py"
     result = grade(get_kata("vector_add"), path, "interpret")
+    assert result.status == "pass" and result.correct, result.message
+
+
+DEVICE_QUERY = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def vector_add(x, y):
+    # One program per SM, as a persistent kernel sizes its grid: a question for the GPU's driver.
+    sms = triton.runtime.driver.active.utils.get_device_properties(0)["multiprocessor_count"]
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+    return out
+"""
+
+
+def test_a_driver_query_on_the_interpreter_is_told_why_and_what_to_do(tmp_path):
+    # A question only a GPU's driver answers: an error with advice, never a cheat.
+    path = tmp_path / "solution.py"
+    path.write_text(DEVICE_QUERY)
+    result = grade(get_kata("vector_add"), path, "interpret", only_cases=["small"])
     assert result.status != "pass" and result.cheats == [], result.cheats
     (found,) = [d for d in result.diagnoses if d["code"] == "gpu_only_feature"]
-    assert "kernel.fn[grid]" in found["advice"] and "kata grade --gpu" in found["advice"]
+    assert "driver" in found["advice"] and "kata grade --gpu" in found["advice"]
 
 
 def test_a_grade_says_where_its_time_went():

@@ -127,10 +127,11 @@ ADVICE = {
                       "permute or join, a dot of an unusual shape, an atomic on a reduced value). "
                       "TRITON_REPRODUCER_PATH=FILE writes a reproducer to report upstream",
     "gpu_only_feature": "this needs a GPU, which the Triton interpreter does not provide: "
-                        "@triton.autotune times its configs on the GPU (so do triton.testing."
-                        "do_bench and driver queries). On the CPU launch one fixed configuration "
-                        "(an autotuned kernel's JIT function is kernel.fn: kernel.fn[grid](..., "
-                        "BLOCK=1024, num_warps=8)), and keep the autotuning for `kata grade --gpu`",
+                        "questions for the GPU's driver (device properties such as the SM count, "
+                        "the current target) and triton.testing.do_bench. On the CPU use a fixed "
+                        "value where the driver would answer (a grid of a few programs), and keep "
+                        "the rest for `kata grade --gpu`. (@triton.autotune itself runs its first "
+                        "configuration under the interpreter)",
     "not_implemented": "the stub is not filled in yet",
     "failed_while_timed": "the traceback shows where; it ran while timed on the bench shapes",
     "time_limit": "look for an infinite loop in the launcher or a kernel loop that never ends "

@@ -34,7 +34,7 @@ from grader.kata import memory_budget
 from grader.kata.format import load_kata
 from grader.kata.gpu_memory_fit import shortfall
 from grader.profiling import run_maybe_profiled
-from grader.sandbox import integrity, launches, lockdown, progress, protocol
+from grader.sandbox import integrity, interpreter_autotune, launches, lockdown, progress, protocol
 from grader.sandbox.case_runner import (CaseProblem, CaseRunner, FatalCudaError, TamperingError, is_cuda_fault,
                                         user_traceback)
 from grader.sandbox.torch_compute import install_op_checks
@@ -178,6 +178,8 @@ def main(request_path: str) -> int:
         progress.record.open(request.progress)
     progress.install()  # before launches: its wrappers go on top, where it checks for them
     launches.install()
+    if device == "cpu":  # no driver to time configurations with: the first one runs
+        interpreter_autotune.install()
     install_op_checks()
     from triton.runtime.autotuner import Autotuner
     memory_budget.exclude_from_meter(Autotuner, "_bench")  # autotuning is Triton's, not the design
