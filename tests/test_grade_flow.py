@@ -5,6 +5,7 @@ from __future__ import annotations
 from grader.grading.runner import grade
 from grader.kata.catalog import get_kata
 from conftest import WRONG, write
+import kernel_sources
 
 HANG = '''
 import time
@@ -79,24 +80,13 @@ def test_an_autotuned_kernel_on_the_interpreter_runs_its_first_configuration():
     assert result.status == "pass" and result.correct, result.message
 
 
-DEVICE_QUERY = """
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
+DEVICE_QUERY = kernel_sources.add_kernel() + """
 
 def vector_add(x, y):
     # One program per SM, as a persistent kernel sizes its grid: a question for the GPU's driver.
     sms = triton.runtime.driver.active.utils.get_device_properties(0)["multiprocessor_count"]
     out = torch.empty_like(x)
-    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+    """ + kernel_sources.launch_line() + """
     return out
 """
 

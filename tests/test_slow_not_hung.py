@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import kernel_sources
 from cpu_timing import KeepAt, cpu_timing
 from grader.grading import runner
 from grader.kata.catalog import get_kata
@@ -447,19 +448,7 @@ def test_the_whole_grade_s_time_limit_names_the_compiling_that_took_it(tmp_path)
 
 
 
-AUTOTUNED_ADD = """
-import time
-import torch
-import triton
-import triton.language as tl
-from grader.sandbox import progress
-
-@triton.jit
-def _add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
+AUTOTUNED_ADD = kernel_sources.add_kernel(prelude="import time\nfrom grader.sandbox import progress\n") + """
 _tuned = set()
 
 def vector_add(x, y):
@@ -470,7 +459,7 @@ def vector_add(x, y):
         with progress.record.compiling():
             time.sleep({tune_s})
     out = torch.empty_like(x)
-    _add[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+    """ + kernel_sources.launch_line(block=256) + """
     return out
 """
 
