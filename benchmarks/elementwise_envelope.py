@@ -1,7 +1,7 @@
 """The honest-error envelope of the elementwise katas (vector_add, activations), measured with
 torch on the CPU: each honest formulation computed in float32 and rounded once to the dtype,
-against float64, as the fraction of the kata's tolerance it uses (|got - truth| / (atol + rtol *
-|truth|); 1.0 is at the limit). The figures quoted beside those tolerances in kata.yaml come from
+against float64, as the fraction of the kata's tolerance it uses (the checker's `excess`: 1.0 is
+at the limit). The figures quoted beside those tolerances in kata.yaml come from
 this script; no GPU needed (the kernels' math is the same float32 math).
 
     python benchmarks/elementwise_envelope.py
@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from grader.judge.wrong_values import excess
 from grader.kata.catalog import get_kata
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -49,9 +50,7 @@ TOLERANCE_FROM = {"vector_add": ("vector_add", "vector_add"), "gelu": ("activati
 def inputs(task: str, n: int = 200_000) -> list[torch.Tensor]:
     gen = torch.Generator().manual_seed(0)
     normal = lambda: torch.randn(n, dtype=torch.float64, generator=gen) * 3  # noqa: E731
-    if task == "vector_add":
-        return [normal(), normal()]
-    if task == "swiglu":
+    if task in ("vector_add", "swiglu"):  # two operands
         return [normal(), normal()]
     wide = (torch.rand(n // 10, dtype=torch.float64, generator=gen) * 2 - 1) * 1000
     return [torch.cat([normal(), wide])]
@@ -72,8 +71,8 @@ def main() -> None:
             atol, rtol = tolerance(task, dtype)
             for name, formula in honest.items():
                 got = formula(*(a.float() for a in args)).to(dtype).double()
-                share = ((got - truth).abs() / (atol + rtol * truth.abs()))[torch.isfinite(truth)]
-                print(f"{task:10s} {name:28s} {str(dtype)[6:]:9s} {share.max().item():.3f}")
+                share = excess(got, truth, atol=atol, rtol=rtol)
+                print(f"{task:10s} {name:28s} {str(dtype)[6:]:9s} {share:.3f}")
 
 
 if __name__ == "__main__":

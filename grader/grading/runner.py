@@ -235,7 +235,8 @@ def grade_compile_credit(grade_dir: Path, limit_s: float) -> float:
 def _how_far(referee: Referee, grade_dir: Path, grade_limit_s: float | None = None) -> tuple[str, bool | None]:
     """How far the case in flight had got, from the worker's progress record (a sentence), and
     whether that shows a slow kernel (True), a hang (False) or cannot tell (None). grade_limit_s:
-    the whole grade's limit fired, so say too when compiling and autotuning took much of it."""
+    the whole grade's limit fired, so say too when compiling and autotuning took more than the
+    lengthening they get."""
     current = referee.current
     timed = referee.timed_calls(current["key"]) if current else None
     snapshot, now = progress.read(grade_dir / "progress.bin"), progress.now()

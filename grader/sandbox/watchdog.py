@@ -111,8 +111,9 @@ def watch(proc: subprocess.Popen, limits: ResourceLimits, output_path: Path,
         if late > 0:
             more = lengthen() if lengthen else 0.0
             if late > more:
-                ran = f"{limits.wall_s:g} s" if more < 1 else \
-                    f"{limits.wall_s + more:.0f} s (its limit, {limits.wall_s:g} s, and {more:.0f} s more for compiling)"
+                ran = f"{limits.wall_s:g} s" if more < 1 else (
+                    f"{limits.wall_s + more:.0f} s (its limit, {limits.wall_s:g} s, and {more:.0f} s "
+                    "more for compiling)")
                 return Breach("time", f"Time limit exceeded: the submission ran for more than {ran}")
         breach = extra() if extra else None
         if breach:
